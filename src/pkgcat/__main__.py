@@ -1,0 +1,3 @@
+from pkgcat.cli import main
+
+main()

@@ -1,0 +1,81 @@
+"""Settings, read from ``PKGCAT_*`` environment variables.
+
+Nothing here is built at import time: the caller (the CLI, a test, a server
+worker) builds a :class:`Settings` and hands it to :func:`pkgcat.app.create_app`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from limits import parse
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Shape = Literal["A", "B"]
+
+DEFAULT_DATABASE_URL = "sqlite:///./pkgcat.db"
+
+
+class Settings(BaseSettings):
+    """Deployment settings; every field is ``PKGCAT_<FIELD>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="PKGCAT_", frozen=True, extra="ignore")
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="Database address (SQLAlchemy URL); SQLite is the embedded default.",
+    )
+    shape: Shape = Field(
+        default="A", description="Response shape of the deployment; an application may override it."
+    )
+    timezone: str = Field(
+        default="UTC", description="IANA time zone of applications that do not set their own."
+    )
+    rate_limit: str = Field(
+        default="3600/hour",
+        description="Requests allowed per application, across the three operations (`N/second|minute|hour|day`).",
+    )
+    rate_limit_storage: str = Field(
+        default="memory://",
+        description="Where rate-limit counts live (`memory://`, or `redis://host:port` to share them between workers).",
+    )
+    host: str = Field(default="127.0.0.1", description="Address `pkgcat serve` listens on.")
+    port: int = Field(default=8000, ge=0, le=65535, description="Port `pkgcat serve` listens on.")
+    workers: int = Field(default=1, ge=1, le=64, description="Worker processes of `pkgcat serve`.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Server log level."
+    )
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _upper_shape(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        return check_timezone(value)
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _valid_limit(cls, value: str) -> str:
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a rate limit; write it like '3600/hour' or '5/minute'"
+            ) from None
+        return value
+
+
+def check_timezone(name: str) -> str:
+    """Return ``name`` when it is a known IANA zone, else raise ``ValueError`` naming it."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"{name!r} is not an IANA time zone (examples: 'UTC', 'Europe/Paris')"
+        ) from None
+    return name

@@ -1,0 +1,150 @@
+"""The catalogue's records, as the use cases see them: no HTTP, no SQL, no shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Literal
+
+Shape = Literal["A", "B"]
+"""The two response shapes of the API (spec section 9); :mod:`pkgcat.shapes` renders them."""
+
+Scope = Literal["package", "source"]
+"""What a purchase pays for: one package, or every paid package of its source."""
+
+SHAPES: tuple[Shape, ...] = ("A", "B")
+SCOPES: tuple[Scope, ...] = ("package", "source")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A repository owner: publishes packages, owns applications."""
+
+    id: int
+    name: str
+    origin: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Application:
+    """A program of a source's developer that calls the API with one of its keys.
+
+    ``shape`` and ``timezone`` are ``None`` when the application follows the
+    deployment's defaults (``PKGCAT_SHAPE``, ``PKGCAT_TIMEZONE``).
+    """
+
+    id: int
+    source_id: int
+    name: str
+    shape: Shape | None
+    timezone: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """A stored secret key: only its hash, never the key itself."""
+
+    id: int
+    key_hash: str
+    application: Application
+    last_used_at: int | None
+    """Unix seconds of the last request that presented the key (minute resolution)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Package:
+    """One package's current record (spec 2.2)."""
+
+    id: int
+    package: str
+    source: Source
+    name: str
+    version: str
+    architecture: str
+    author: str
+    section: str
+    description: str
+    long_description: str
+    pre_depends: str
+    depends: str
+    conflicts: str
+    replaces: str
+    size: int
+    """Bytes of the .deb file."""
+    md5sum: str
+    sha256: str
+    compatible: tuple[str, ...]
+    total_download: int
+    total_votes: int
+    total_value_votes: int
+    """Sum of the 1-5 ratings behind ``total_votes``."""
+    online: bool
+    price: Decimal
+    currency: str
+    icon: str
+    screenshots: tuple[str, ...]
+    url: str
+    released_at: datetime
+    """When this version was published (aware, UTC)."""
+
+    @property
+    def is_free(self) -> bool:
+        return self.price == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Purchase:
+    """One buyer of a paid package (spec 2.5)."""
+
+    nickname: str
+    status: str
+    total: Decimal
+    commission: Decimal
+    currency: str
+    purchased_at: datetime
+    txn_id: str
+    profile_url: str
+    allowed_for: Scope
+    payment_platform: str
+
+
+@dataclass(frozen=True, slots=True)
+class BuyersPage:
+    """A page of buyers: ``start`` is ``(page - 1) * limit``."""
+
+    start: int
+    limit: int
+    total: int
+    page: int
+    buyers: tuple[Purchase, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageDay:
+    """Requests an application made on one calendar day of its time zone."""
+
+    day: date
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authenticated request's application with its effective shape and zone."""
+
+    application: Application
+    key_id: int
+    shape: Shape
+    timezone: str
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    """What the rate limiter said about one request."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_after: int
+    """Seconds until the window resets (at least 1 when refused)."""

@@ -1,0 +1,87 @@
+"""Domain errors and the API's error-code table, kept here once.
+
+Codes follow the API's lineage (the Disqus 3.0 numbering that the YouRepo
+developer API copied), so existing clients of that family read them right.
+:mod:`pkgcat.http.errors` turns any of these into the ``{"code", "response"}``
+envelope; the OpenAPI document and ``docs/api.md`` are checked against
+:data:`ERROR_TABLE` by the tests.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pkgcat.domain import RateDecision
+
+
+class ApiError(Exception):
+    """An error the API reports in its envelope: a code, an HTTP status and a message."""
+
+    code: ClassVar[int]
+    status: ClassVar[int]
+    when: ClassVar[str]
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownEndpoint(ApiError):
+    code, status, when = 1, 404, "unknown endpoint"
+
+
+class InvalidArgument(ApiError):
+    code, status, when = 2, 400, "missing or invalid argument"
+
+    def __init__(self, parameter: str, problem: str) -> None:
+        super().__init__(f"{parameter}: {problem}")
+        self.parameter = parameter
+
+
+class Unauthenticated(ApiError):
+    code, status, when = 5, 401, "missing, unknown or revoked secret key"
+
+
+class UnknownVersion(ApiError):
+    code, status, when = 6, 404, "unknown API version"
+
+
+class MethodNotAllowed(ApiError):
+    code, status, when = 7, 405, "method other than GET"
+
+
+class PackageNotFound(ApiError):
+    code, status, when = 8, 404, "package not found (or offline and not the caller's)"
+
+
+class PermissionDenied(ApiError):
+    code, status, when = 12, 403, "buyers of a package that is not the caller's"
+
+
+class RateLimited(ApiError):
+    code, status, when = 13, 429, "rate limit exceeded"
+
+    def __init__(self, decision: RateDecision) -> None:
+        super().__init__(
+            f"rate limit exceeded: {decision.limit} requests per window; "
+            f"retry in {decision.reset_after} s"
+        )
+        self.decision = decision
+
+
+class InternalError(ApiError):
+    code, status, when = 15, 500, "internal error"
+
+
+ERROR_TABLE: tuple[type[ApiError], ...] = (
+    UnknownEndpoint,
+    InvalidArgument,
+    Unauthenticated,
+    UnknownVersion,
+    MethodNotAllowed,
+    PackageNotFound,
+    PermissionDenied,
+    RateLimited,
+    InternalError,
+)
+"""Every error the API can answer with, in code order."""

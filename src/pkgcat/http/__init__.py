@@ -1,0 +1,1 @@
+"""HTTP in: the ASGI application, its routes, authentication and error envelopes."""

@@ -1,0 +1,137 @@
+"""The ASGI application: the three API operations on a lean path, the rest on Starlette.
+
+The API paths are answered here directly, without a framework's routing and
+middleware: the benchmark goal for a details request (key check, rate limit,
+durable count, lookup and serialization at 0.30x of a bare ASGI app, see
+docs/architecture.md) leaves no room for them. Everything else (the OpenAPI
+document, the documentation page, the health check) goes to a Starlette app.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import secrets
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pkgcat.domain import RateDecision
+from pkgcat.errors import (
+    ApiError,
+    InternalError,
+    InvalidArgument,
+    MethodNotAllowed,
+    RateLimited,
+    Unauthenticated,
+    UnknownEndpoint,
+    UnknownVersion,
+)
+from pkgcat.http.auth import presented_key
+from pkgcat.http.errors import Headers, envelope, error_response
+from pkgcat.http.routes import ROUTES, VERSION, Handler, Query
+from pkgcat.services import CatalogueService
+
+log = logging.getLogger("pkgcat.http")
+
+_API_PREFIX = f"/{VERSION}/"
+_LOOKS_LIKE_VERSION = re.compile(r"/v?\d+(\.\d+)*(/|$)")
+_JSON = (b"content-type", b"application/json")
+
+
+def _parse_query(raw: bytes) -> tuple[Query, set[str]]:
+    """The query's parameters, and the names given more than once."""
+    query: Query = {}
+    repeated: set[str] = set()
+    for name, value in parse_qsl(raw.decode("latin-1"), keep_blank_values=True, errors="replace"):
+        if name in query:
+            repeated.add(name)
+        query[name] = value
+    return query, repeated
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def _rate_headers(decision: RateDecision) -> Headers:
+    return [
+        (b"ratelimit-limit", str(decision.limit).encode()),
+        (b"ratelimit-remaining", str(decision.remaining).encode()),
+        (b"ratelimit-reset", str(decision.reset_after).encode()),
+    ]
+
+
+class ApiApp:
+    """The whole server as one ASGI callable."""
+
+    def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
+        self.service = service
+        self.site = site
+        # Request ids: a random per-process prefix and a counter; unique, and cheap.
+        self._prefix = secrets.token_hex(4)
+        self._ids = itertools.count(1)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.site(scope, receive, send)
+            return
+        path: str = scope["path"]
+        handler = ROUTES.get(path)
+        if (
+            handler is None
+            and not path.startswith(_API_PREFIX)
+            and not _LOOKS_LIKE_VERSION.match(path)
+        ):
+            await self.site(scope, receive, send)
+            return
+        request_id = f"{self._prefix}-{next(self._ids)}"
+        status, body, headers = await self._answer(scope, path, handler, request_id)
+        headers.append(_JSON)
+        headers.append((b"x-request-id", request_id.encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _answer(
+        self, scope: Scope, path: str, handler: Handler | None, request_id: str
+    ) -> tuple[int, bytes, Headers]:
+        rate: Headers = []
+        try:
+            if handler is None:
+                if path.startswith(_API_PREFIX):
+                    raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
+                raise UnknownVersion(
+                    f"unknown API version in {path!r}; this server speaks {VERSION}"
+                )
+            if scope["method"] != "GET":
+                raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
+            query, repeated = _parse_query(scope["query_string"])
+            if "secret_key" in repeated:
+                raise Unauthenticated("secret_key: given more than once")
+            key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
+            caller, decision = await self.service.admit(key)
+            rate = _rate_headers(decision)
+            for name in sorted(repeated):
+                raise InvalidArgument(name, "given more than once")
+            response: Any = await handler(self.service, caller, query)
+            return 200, envelope(response), rate
+        except RateLimited as error:
+            status, body, headers = error_response(error)
+            return status, body, _rate_headers(error.decision) + headers
+        except ApiError as error:
+            status, body, headers = error_response(error)
+            if isinstance(error, MethodNotAllowed):
+                headers.append((b"allow", b"GET"))
+            return status, body, rate + headers
+        except Exception:
+            # The body says only that it failed; the log has the trace, under the same id.
+            log.exception("request %s to %s failed", request_id, path)
+            status, body, headers = error_response(
+                InternalError(f"internal error; request id {request_id}")
+            )
+            return status, body, rate + headers

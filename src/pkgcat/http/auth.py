@@ -1,0 +1,25 @@
+"""Where a request carries its secret key (spec 5, and decision 6 of docs/api.md).
+
+The key comes from the ``secret_key`` query parameter, as the spec says, or
+from ``Authorization: Bearer <key>``, which keeps it out of access logs.
+Both may be sent only when they hold the same key.
+"""
+
+from __future__ import annotations
+
+from pkgcat.errors import Unauthenticated
+
+
+def presented_key(query_key: str | None, authorization: bytes | None) -> str | None:
+    """The key the request presents, or ``None`` when it presents none."""
+    header_key: str | None = None
+    if authorization is not None:
+        scheme, _, token = authorization.decode("latin-1").strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("Authorization: use 'Bearer <secret key>'")
+        header_key = token.strip()
+    if query_key is not None and header_key is not None and query_key != header_key:
+        raise Unauthenticated(
+            "secret_key: the query parameter and the Authorization header carry different keys"
+        )
+    return header_key if header_key is not None else query_key

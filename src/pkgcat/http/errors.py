@@ -1,0 +1,23 @@
+"""Every error leaves the server here, as the ``{"code", "response"}`` envelope."""
+
+from __future__ import annotations
+
+import orjson
+
+from pkgcat.errors import ApiError, RateLimited
+
+Headers = list[tuple[bytes, bytes]]
+
+
+def envelope(response: object) -> bytes:
+    """A success body: ``{"code": 0, "response": ...}``."""
+    return orjson.dumps({"code": 0, "response": response})
+
+
+def error_response(error: ApiError) -> tuple[int, bytes, Headers]:
+    """Status, body and extra headers for an API error."""
+    body = orjson.dumps({"code": error.code, "response": error.message})
+    headers: Headers = []
+    if isinstance(error, RateLimited):
+        headers.append((b"retry-after", str(error.decision.reset_after).encode()))
+    return error.status, body, headers

@@ -1,0 +1,383 @@
+"""The OpenAPI 3.1 document, written by hand and checked against the server by the tests.
+
+It states both response shapes (``oneOf`` A and B), every parameter with its
+bounds, and every error of :data:`pkgcat.errors.ERROR_TABLE` each operation
+can answer with. ``tests/functional`` validates every response it receives
+against this document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pkgcat import __version__
+from pkgcat.errors import ERROR_TABLE, ApiError
+from pkgcat.services import DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
+
+Schema = dict[str, Any]
+
+ISO_DATETIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$"
+ISO_MIDNIGHT = r"^\d{4}-\d{2}-\d{2}T00:00:00[+-]\d{2}:\d{2}$"
+B_USAGE_DATE = r"^\d{2}-\d{2}-\d{4} 00:00:00$"
+B_DATE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"
+DIGITS = r"^\d+$"
+DECIMAL = r"^\d+(\.\d+)?$"
+CURRENCY = r"^[A-Z]{3}$"
+
+
+def _string(description: str, pattern: str | None = None) -> Schema:
+    schema: Schema = {"type": "string", "description": description}
+    if pattern:
+        schema["pattern"] = pattern
+    return schema
+
+
+def _object(properties: dict[str, Schema], description: str) -> Schema:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _package(shape: str) -> Schema:
+    a = shape == "A"
+    address = r"^https://" if a else r"^http://"
+    props: dict[str, Schema] = {
+        "package": _string("Identifier, reverse-domain style."),
+        "name": _string("Display name."),
+        "date": _string(
+            "Release date of this version in the application's time zone.",
+            ISO_DATETIME if a else B_DATE,
+        ),
+        "version": _string("Version string."),
+    }
+    if a:
+        props["architecture"] = _string("Debian architecture (shape A only).")
+    props |= {
+        "author": _string("Author name."),
+        "section": _string("Category name."),
+        "description": _string("Short description."),
+        "pre-depends": _string("Raw Pre-Depends field; may be empty."),
+        "depends": _string("Raw Depends field; may be empty."),
+        "conflicts": _string("Raw Conflicts field; may be empty."),
+    }
+    if a:
+        props["replaces"] = _string("Raw Replaces field; may be empty (shape A only).")
+    props["size"] = _string("Size of the .deb file in bytes.", DIGITS)
+    props["md5sum"] = _string("MD5 of the .deb file.", r"^[0-9a-f]{32}$")
+    if a:
+        props["sha256"] = _string("SHA-256 of the .deb file (shape A only).", r"^[0-9a-f]{64}$")
+    props |= {
+        "long_description": _string("Long description."),
+        "compatible": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Compatible platform labels, such as 'iOS 15'.",
+        },
+        "total_download": _string("Download count.", DIGITS),
+        "total_votes": _string("Number of ratings.", DIGITS),
+        "total_value_votes": _string(
+            "Sum of the 1-5 ratings (average = this / total_votes).", DIGITS
+        ),
+        "online": _string(
+            "'1' online; '0' offline (seen only by the package's own source).", r"^[01]$"
+        ),
+        "price": _string("Price; '0.00' for a free package.", DECIMAL),
+        "currency": _string("ISO 4217 currency code.", CURRENCY),
+        "source": _ref(f"Source{shape}"),
+        "icon": _string("Address of the icon.", address),
+        "screenshots": {
+            "type": "array",
+            "items": _string("Address of a screenshot.", address),
+        },
+        "url": _string("Address of the package page.", address),
+    }
+    return _object(props, f"Package details, shape {shape} (spec 2.2).")
+
+
+def _source(shape: str) -> Schema:
+    props: dict[str, Schema] = {"name": _string("Name of the source.")}
+    if shape == "A":
+        props["origin"] = _string("Origin of the repository (shape A only).")
+    props["url"] = _string("Address of the source.", r"^https://" if shape == "A" else r"^http://")
+    return _object(props, f"Source, shape {shape} (spec 2.3).")
+
+
+def _schemas() -> dict[str, Schema]:
+    return {
+        "UsageEntryA": _object(
+            {
+                "date": _string("Midnight of the day, with the zone's offset.", ISO_MIDNIGHT),
+                "usage": {"type": "integer", "minimum": 0, "description": "Requests that day."},
+            },
+            "One day of usage, shape A (spec 2.1).",
+        ),
+        "UsageEntryB": _object(
+            {
+                "date": _string("Midnight of the day, DD-MM-YYYY.", B_USAGE_DATE),
+                "usage": {
+                    "description": "Requests that day; the last entry carries it as digits.",
+                    "oneOf": [
+                        {"type": "integer", "minimum": 0},
+                        {"type": "string", "pattern": DIGITS},
+                    ],
+                },
+            },
+            "One day of usage, shape B (spec 2.1).",
+        ),
+        "PackageA": _package("A"),
+        "PackageB": _package("B"),
+        "SourceA": _source("A"),
+        "SourceB": _source("B"),
+        "Buyer": _object(
+            {
+                "nickname": _string("Buyer's nickname."),
+                "status": _string("Payment status, such as 'Completed'."),
+                "total": _string("Amount paid.", DECIMAL),
+                "commission": _string("Commission on the amount.", DECIMAL),
+                "currency": _string("ISO 4217 currency code.", CURRENCY),
+                "date": _string("When the purchase was made.", ISO_DATETIME),
+                "txn_id": _string("Transaction id at the payment platform."),
+                "profile_url": _string("Address of the buyer's profile."),
+                "allowed_for": {
+                    "type": "string",
+                    "enum": ["package", "source"],
+                    "description": "'package': this package; 'source': every paid package of the source.",
+                },
+                "payment_platform": _string("Payment platform, lower case.", r"^[a-z0-9_.-]+$"),
+            },
+            "One buyer (spec 2.5).",
+        ),
+        "BuyersPage": _object(
+            {
+                "start": {"type": "integer", "minimum": 0, "description": "(page - 1) * limit."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": LIMIT_MAX,
+                    "description": "Page size applied.",
+                },
+                "total": _string("Total number of buyers.", DIGITS),
+                "page": {"type": "integer", "minimum": 1},
+                "buyers": {"type": "array", "items": _ref("Buyer"), "maxItems": LIMIT_MAX},
+            },
+            "A page of buyers (spec 2.4).",
+        ),
+        "Error": _object(
+            {
+                "code": {"type": "integer", "enum": [e.code for e in ERROR_TABLE]},
+                "response": _string("What went wrong, naming the parameter at fault."),
+            },
+            "Error envelope.",
+        ),
+    }
+
+
+def _success(description: str, schema: Schema) -> Schema:
+    return {
+        "description": description,
+        "headers": _RATE_HEADERS,
+        "content": {
+            "application/json": {
+                "schema": _object(
+                    {"code": {"type": "integer", "const": 0}, "response": schema},
+                    "Success envelope.",
+                )
+            }
+        },
+    }
+
+
+_HEADER = {"schema": {"type": "integer"}}
+_RATE_HEADERS: dict[str, Schema] = {
+    "RateLimit-Limit": {**_HEADER, "description": "Requests allowed per window."},
+    "RateLimit-Remaining": {**_HEADER, "description": "Requests left in the window."},
+    "RateLimit-Reset": {**_HEADER, "description": "Seconds until the window resets."},
+    "X-Request-Id": {
+        "schema": {"type": "string"},
+        "description": "Id of this request in the logs.",
+    },
+}
+
+
+def _error(error: type[ApiError], description: str) -> Schema:
+    headers = dict(_RATE_HEADERS)
+    if error.code == 13:
+        headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
+    return {
+        "description": f"code {error.code}: {description}",
+        "headers": headers,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "allOf": [
+                        _ref("Error"),
+                        {"properties": {"code": {"const": error.code}}},
+                    ]
+                }
+            }
+        },
+    }
+
+
+def _errors(*codes: int, arguments: str) -> dict[str, Schema]:
+    by_code = {e.code: e for e in ERROR_TABLE}
+    descriptions = {
+        2: f"invalid {arguments}",
+        5: "missing, unknown or revoked secret key, or two different keys",
+        7: "method other than GET",
+        8: "package not found, or offline and not the caller's",
+        12: "the package belongs to another source",
+        13: "rate limit exceeded (the request was not counted)",
+        15: "internal error; the body carries a request id",
+    }
+    return {str(by_code[c].status): _error(by_code[c], descriptions[c]) for c in codes}
+
+
+def _int_param(
+    name: str, description: str, default: int, minimum: int, maximum: int | None
+) -> Schema:
+    schema: Schema = {"type": "integer", "default": default, "minimum": minimum}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+_PACKAGE_PARAM: Schema = {
+    "name": "package",
+    "in": "query",
+    "required": True,
+    "description": "Identifier of the package.",
+    "schema": {"type": "string", "minLength": 1},
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    """The whole document, as served at ``/openapi.json``."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Package Catalogue API",
+            "version": __version__,
+            "description": (
+                "Daily API usage, package details and buyers of a paid package, for the "
+                "developers who sell in an APT package catalogue. Every response is "
+                '`{"code": 0, "response": ...}`; errors carry a non-zero code and a message. '
+                "Two response shapes exist (A and B, see each schema); a client must accept both. "
+                "Paths outside these operations answer code 1 (unknown endpoint under /1.0/) "
+                "or code 6 (unknown API version), both with HTTP 404."
+            ),
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"secretKey": []}, {"bearer": []}],
+        "paths": {
+            "/1.0/application/usage.json": {
+                "get": {
+                    "operationId": "usage",
+                    "summary": "Requests per day of the calling application",
+                    "description": (
+                        "`days + 1` entries, oldest first: today and the `days` before it in "
+                        "the application's time zone, days without requests at 0. This request "
+                        "is counted in today's entry."
+                    ),
+                    "parameters": [
+                        _int_param(
+                            "days", "Days before today to include.", DAYS_DEFAULT, 1, DAYS_MAX
+                        )
+                    ],
+                    "responses": {
+                        "200": _success(
+                            "Usage per day",
+                            {
+                                "oneOf": [
+                                    {"type": "array", "items": _ref("UsageEntryA")},
+                                    {"type": "array", "items": _ref("UsageEntryB")},
+                                ]
+                            },
+                        ),
+                        **_errors(2, 5, 7, 13, 15, arguments="days"),
+                    },
+                }
+            },
+            "/1.0/package/details.json": {
+                "get": {
+                    "operationId": "details",
+                    "summary": "Details of one package",
+                    "description": (
+                        "Any online package; an offline package only for applications of its own source."
+                    ),
+                    "parameters": [_PACKAGE_PARAM],
+                    "responses": {
+                        "200": _success(
+                            "The package", {"oneOf": [_ref("PackageA"), _ref("PackageB")]}
+                        ),
+                        **_errors(2, 5, 7, 8, 13, 15, arguments="package"),
+                    },
+                }
+            },
+            "/1.0/package/buyers.json": {
+                "get": {
+                    "operationId": "buyers",
+                    "summary": "Buyers of a paid package of the caller's source",
+                    "description": (
+                        "Newest purchase first, ties by txn_id. Purchases of the whole source "
+                        "(allowed_for=source) count for every paid package of it. A page past "
+                        "the end is empty and carries the true total."
+                    ),
+                    "parameters": [
+                        _PACKAGE_PARAM,
+                        _int_param(
+                            "limit",
+                            f"Page size; values above {LIMIT_MAX} are clamped to {LIMIT_MAX}.",
+                            LIMIT_DEFAULT,
+                            1,
+                            None,
+                        ),
+                        _int_param("page", "Page number, from 1.", 1, 1, None),
+                    ],
+                    "responses": {
+                        "200": _success("A page of buyers", _ref("BuyersPage")),
+                        **_errors(
+                            2,
+                            5,
+                            7,
+                            8,
+                            12,
+                            13,
+                            15,
+                            arguments="package, limit, page, or a free package",
+                        ),
+                    },
+                }
+            },
+        },
+        "components": {
+            "schemas": _schemas(),
+            "securitySchemes": {
+                "secretKey": {
+                    "type": "apiKey",
+                    "in": "query",
+                    "name": "secret_key",
+                    "description": "The application's secret key, as the spec passes it.",
+                },
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The same key in `Authorization: Bearer <key>`, kept out of access logs.",
+                },
+            },
+        },
+    }

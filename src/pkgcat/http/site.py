@@ -1,0 +1,91 @@
+"""Everything that is not an API operation: the OpenAPI document, its page, a health check.
+
+Served by Starlette, off the hot path. The documentation page is Swagger UI,
+served from the ``swagger-ui-py`` package's files, so it works offline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import orjson
+import swagger_ui
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from pkgcat.errors import MethodNotAllowed, UnknownEndpoint
+from pkgcat.http.errors import error_response
+from pkgcat.http.openapi import openapi_document
+
+_SWAGGER_STATIC = Path(swagger_ui.__file__).with_name("static")
+
+_DOCS_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>pkgcat: Package Catalogue API</title>
+  <link rel="stylesheet" href="/docs/static/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/static/swagger-ui-bundle.js"></script>
+  <script>
+    window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui"});
+  </script>
+</body>
+</html>
+"""
+
+
+def create_site(on_shutdown: Callable[[], Awaitable[None]]) -> Starlette:
+    document = orjson.dumps(openapi_document())
+
+    async def openapi(_request: Request) -> Response:
+        return Response(document, media_type="application/json")
+
+    async def docs(_request: Request) -> Response:
+        return HTMLResponse(_DOCS_PAGE)
+
+    async def health(_request: Request) -> Response:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+
+    async def home(_request: Request) -> Response:
+        return RedirectResponse("/docs")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        error = (
+            MethodNotAllowed(f"method {request.method} not allowed here")
+            if exc.status_code == 405
+            else UnknownEndpoint(f"unknown endpoint {request.url.path!r}; see /docs")
+        )
+        status, body, headers = error_response(error)
+        return Response(
+            body,
+            status_code=status,
+            media_type="application/json",
+            headers={k.decode(): v.decode() for k, v in headers},
+        )
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        await on_shutdown()
+
+    return Starlette(
+        routes=[
+            Route("/", home),
+            Route("/openapi.json", openapi),
+            Route("/docs", docs),
+            Mount("/docs/static", StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
+            Route("/healthz", health),
+        ],
+        exception_handlers={HTTPException: http_error},
+        lifespan=lifespan,
+    )

@@ -1,0 +1,140 @@
+"""The use cases behind the three operations: no HTTP, no SQL.
+
+A request first goes through :meth:`CatalogueService.admit` (key check, rate
+limit, usage count), then through one operation. Each method raises a
+:mod:`pkgcat.errors` error for what the caller did wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from pkgcat import keys
+from pkgcat.domain import BuyersPage, Caller, Package, RateDecision, Shape, UsageDay
+from pkgcat.errors import (
+    InvalidArgument,
+    PackageNotFound,
+    PermissionDenied,
+    RateLimited,
+    Unauthenticated,
+)
+from pkgcat.storage.interfaces import CatalogueStore, RateLimiter, UsageCounter
+
+Clock = Callable[[], datetime]
+
+DAYS_DEFAULT, DAYS_MAX = 30, 365
+LIMIT_DEFAULT, LIMIT_MAX = 25, 100
+TOUCH_INTERVAL = 60
+"""A key's ``last_used_at`` is written at most once a minute, to keep writes off the hot path."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class CatalogueService:
+    """Authentication, rate limit, usage counting and the three read operations."""
+
+    def __init__(
+        self,
+        store: CatalogueStore,
+        counter: UsageCounter,
+        limiter: RateLimiter,
+        *,
+        default_shape: Shape,
+        default_timezone: str,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._store = store
+        self._counter = counter
+        self._limiter = limiter
+        self._default_shape = default_shape
+        self._default_timezone = default_timezone
+        self._clock = clock
+
+    async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
+        """Check the key, apply the rate limit and count the request for today.
+
+        Raises :class:`Unauthenticated` for a missing, unknown or revoked key and
+        :class:`RateLimited` (not counted) when the application's limit is spent.
+        """
+        if not secret_key:
+            raise Unauthenticated("secret_key: missing; pass it as ?secret_key= or a Bearer token")
+        if not keys.is_well_formed(secret_key):
+            raise Unauthenticated("secret_key: not a valid secret key")
+        key_hash = keys.hash_key(secret_key)
+        record = await self._store.find_key(key_hash)
+        if record is None or not keys.same_hash(record.key_hash, key_hash):
+            raise Unauthenticated("secret_key: unknown or revoked secret key")
+        app = record.application
+        caller = Caller(
+            application=app,
+            key_id=record.id,
+            shape=app.shape or self._default_shape,
+            timezone=app.timezone or self._default_timezone,
+        )
+        decision = self._limiter.hit(app.id)
+        if not decision.allowed:
+            raise RateLimited(decision)
+        now = self._clock()
+        await self._counter.increment(app.id, self.today(caller, now))
+        seconds = int(now.timestamp())
+        if record.last_used_at is None or seconds - record.last_used_at >= TOUCH_INTERVAL:
+            await self._store.touch_key(record.id, seconds)
+        return caller, decision
+
+    def today(self, caller: Caller, now: datetime | None = None) -> date:
+        """The caller's current calendar day in its time zone."""
+        return (now or self._clock()).astimezone(ZoneInfo(caller.timezone)).date()
+
+    async def usage(self, caller: Caller, days: int = DAYS_DEFAULT) -> list[UsageDay]:
+        """Today and the ``days`` before it, oldest first, days without requests at 0."""
+        if not 1 <= days <= DAYS_MAX:
+            raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
+        last = self.today(caller)
+        first = last - timedelta(days=days)
+        counts = await self._store.usage(caller.application.id, first, last)
+        return [
+            UsageDay(day=day, count=counts.get(day, 0))
+            for day in (first + timedelta(days=n) for n in range(days + 1))
+        ]
+
+    async def package_details(self, caller: Caller, package_id: str) -> Package:
+        """Any online package; an offline one only for applications of its own source."""
+        if not package_id:
+            raise InvalidArgument("package", "missing; give a package identifier")
+        package = await self._store.package(package_id)
+        if package is None or (
+            not package.online and package.source.id != caller.application.source_id
+        ):
+            raise PackageNotFound(f"package: no package {package_id!r} in this catalogue")
+        return package
+
+    async def buyers(
+        self, caller: Caller, package_id: str, limit: int = LIMIT_DEFAULT, page: int = 1
+    ) -> BuyersPage:
+        """One page of a paid package's buyers, for its own source only.
+
+        ``limit`` above the maximum is clamped (the page says what was applied);
+        a page past the end is empty and still carries the true total.
+        """
+        if limit < 1:
+            raise InvalidArgument("limit", f"must be at least 1, got {limit}")
+        if page < 1:
+            raise InvalidArgument("page", f"must be at least 1, got {page}")
+        limit = min(limit, LIMIT_MAX)
+        package = await self.package_details(caller, package_id)
+        if package.source.id != caller.application.source_id:
+            raise PermissionDenied(
+                f"package: {package_id!r} belongs to another source; "
+                "only its own source may read its buyers"
+            )
+        if package.is_free:
+            raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
+        start = (page - 1) * limit
+        total, purchases = await self._store.buyers(
+            package.id, package.source.id, limit=limit, offset=start
+        )
+        return BuyersPage(start=start, limit=limit, total=total, page=page, buyers=tuple(purchases))

@@ -1,0 +1,129 @@
+"""The only server module that knows shape A from shape B (spec sections 2 and 9).
+
+Shape A: ISO 8601 dates with the application's UTC offset, https addresses,
+and the fields ``architecture``, ``replaces``, ``sha256`` and ``source.origin``.
+Shape B reproduces what the spec observed of the older deployment:
+``DD-MM-YYYY HH:MM:SS`` usage dates, ``YYYY-MM-DD HH:MM:SS`` package dates,
+http addresses, none of the A-only fields, and the last usage entry's count
+as a string of digits. Buyer dates are ISO 8601 with offset in both shapes.
+Every date is given in the application's time zone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pkgcat.domain import BuyersPage, Package, Purchase, Shape, UsageDay
+
+_B_DATE = "%Y-%m-%d %H:%M:%S"
+_B_USAGE_DATE = "%d-%m-%Y %H:%M:%S"
+
+
+def _address(url: str, shape: Shape) -> str:
+    """Shape A speaks https, shape B http (spec 9); other schemes and relative paths pass."""
+    if shape == "A":
+        return "https://" + url[7:] if url.startswith("http://") else url
+    return "http://" + url[8:] if url.startswith("https://") else url
+
+
+def _amount(value: Decimal) -> str:
+    """A decimal with a point separator and never an exponent."""
+    return format(value, "f")
+
+
+def usage_body(days: list[UsageDay], shape: Shape, zone: ZoneInfo) -> list[dict[str, Any]]:
+    """Usage entries (spec 2.1), oldest first; midnight of each day in the zone."""
+    if shape == "A":
+        return [
+            {
+                "date": datetime(d.day.year, d.day.month, d.day.day, tzinfo=zone).isoformat(),
+                "usage": d.count,
+            }
+            for d in days
+        ]
+    entries: list[dict[str, Any]] = [
+        {
+            "date": datetime(d.day.year, d.day.month, d.day.day).strftime(_B_USAGE_DATE),
+            "usage": d.count,
+        }
+        for d in days
+    ]
+    if entries:
+        entries[-1]["usage"] = str(entries[-1]["usage"])
+    return entries
+
+
+def package_body(package: Package, shape: Shape, zone: ZoneInfo) -> dict[str, Any]:
+    """Package details (spec 2.2) with its source (2.3); numbers as digit strings."""
+    released = package.released_at.astimezone(zone)
+    a = shape == "A"
+    body: dict[str, Any] = {
+        "package": package.package,
+        "name": package.name,
+        "date": released.isoformat() if a else released.strftime(_B_DATE),
+        "version": package.version,
+    }
+    if a:
+        body["architecture"] = package.architecture
+    body |= {
+        "author": package.author,
+        "section": package.section,
+        "description": package.description,
+        "pre-depends": package.pre_depends,
+        "depends": package.depends,
+        "conflicts": package.conflicts,
+    }
+    if a:
+        body["replaces"] = package.replaces
+    body["size"] = str(package.size)
+    body["md5sum"] = package.md5sum
+    if a:
+        body["sha256"] = package.sha256
+    source: dict[str, str] = {"name": package.source.name}
+    if a:
+        source["origin"] = package.source.origin
+    source["url"] = _address(package.source.url, shape)
+    body |= {
+        "long_description": package.long_description,
+        "compatible": list(package.compatible),
+        "total_download": str(package.total_download),
+        "total_votes": str(package.total_votes),
+        "total_value_votes": str(package.total_value_votes),
+        "online": "1" if package.online else "0",
+        "price": _amount(package.price),
+        "currency": package.currency,
+        "source": source,
+        "icon": _address(package.icon, shape),
+        "screenshots": [_address(s, shape) for s in package.screenshots],
+        "url": _address(package.url, shape),
+    }
+    return body
+
+
+def _buyer(purchase: Purchase, shape: Shape, zone: ZoneInfo) -> dict[str, str]:
+    return {
+        "nickname": purchase.nickname,
+        "status": purchase.status,
+        "total": _amount(purchase.total),
+        "commission": _amount(purchase.commission),
+        "currency": purchase.currency,
+        "date": purchase.purchased_at.astimezone(zone).isoformat(),
+        "txn_id": purchase.txn_id,
+        "profile_url": _address(purchase.profile_url, shape),
+        "allowed_for": purchase.allowed_for,
+        "payment_platform": purchase.payment_platform,
+    }
+
+
+def buyers_body(page: BuyersPage, shape: Shape, zone: ZoneInfo) -> dict[str, Any]:
+    """A buyers page (spec 2.4): ``total`` as a digit string, the rest integers."""
+    return {
+        "start": page.start,
+        "limit": page.limit,
+        "total": str(page.total),
+        "page": page.page,
+        "buyers": [_buyer(p, shape, zone) for p in page.buyers],
+    }

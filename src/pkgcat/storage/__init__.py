@@ -1,0 +1,1 @@
+"""Storage behind interfaces: the catalogue store, the usage counter and the rate limiter."""

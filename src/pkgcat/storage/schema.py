@@ -1,0 +1,130 @@
+"""The relational schema as SQLAlchemy Core tables (portable: SQLite and PostgreSQL).
+
+Times are unix seconds (UTC) in BIGINT columns, days are ``YYYY-MM-DD`` text,
+amounts are canonical decimal text: all three compare and sort the same in
+every database and need no driver-specific conversion on the request path.
+Migrations under ``migrations/versions`` create and evolve these tables; the
+tests check that the migrated database matches this module.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("origin", String(200), nullable=False, server_default=""),
+    Column("url", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+packages = Table(
+    "packages",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("package", String(255), nullable=False, unique=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False, index=True),
+    Column("name", Text, nullable=False),
+    Column("version", String(255), nullable=False),
+    Column("architecture", String(64), nullable=False, server_default=""),
+    Column("author", Text, nullable=False, server_default=""),
+    Column("section", String(255), nullable=False, server_default=""),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("long_description", Text, nullable=False, server_default=""),
+    Column("pre_depends", Text, nullable=False, server_default=""),
+    Column("depends", Text, nullable=False, server_default=""),
+    Column("conflicts", Text, nullable=False, server_default=""),
+    Column("replaces", Text, nullable=False, server_default=""),
+    Column("size", BigInteger, nullable=False, server_default="0"),
+    Column("md5sum", String(32), nullable=False, server_default=""),
+    Column("sha256", String(64), nullable=False, server_default=""),
+    Column("compatible", Text, nullable=False, server_default="[]"),
+    Column("total_download", BigInteger, nullable=False, server_default="0"),
+    Column("total_votes", BigInteger, nullable=False, server_default="0"),
+    Column("total_value_votes", BigInteger, nullable=False, server_default="0"),
+    Column("online", Boolean, nullable=False, server_default="1"),
+    Column("price", String(32), nullable=False, server_default="0.00"),
+    Column("currency", String(3), nullable=False, server_default="USD"),
+    Column("icon", Text, nullable=False, server_default=""),
+    Column("screenshots", Text, nullable=False, server_default="[]"),
+    Column("url", Text, nullable=False, server_default=""),
+    Column("released_at", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+applications = Table(
+    "applications",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("shape", String(1), nullable=True),
+    Column("timezone", String(64), nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("source_id", "name", name="uq_applications_source_name"),
+    CheckConstraint("shape IN ('A', 'B')", name="ck_applications_shape"),
+)
+
+secret_keys = Table(
+    "secret_keys",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("application_id", Integer, ForeignKey("applications.id"), nullable=False, index=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("prefix", String(16), nullable=False, index=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("last_used_at", BigInteger, nullable=True),
+    Column("revoked_at", BigInteger, nullable=True),
+)
+
+purchases = Table(
+    "purchases",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("package_id", Integer, ForeignKey("packages.id"), nullable=True),
+    Column("allowed_for", String(16), nullable=False),
+    Column("nickname", Text, nullable=False),
+    Column("status", String(64), nullable=False),
+    Column("total", String(32), nullable=False),
+    Column("commission", String(32), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("purchased_at", BigInteger, nullable=False),
+    Column("txn_id", String(128), nullable=False, unique=True),
+    Column("profile_url", Text, nullable=False, server_default=""),
+    Column("payment_platform", String(64), nullable=False),
+    CheckConstraint(
+        "(allowed_for = 'package' AND package_id IS NOT NULL)"
+        " OR (allowed_for = 'source' AND package_id IS NULL)",
+        name="ck_purchases_scope",
+    ),
+    Index("ix_purchases_package_order", "package_id", "purchased_at", "txn_id"),
+    Index("ix_purchases_source_order", "source_id", "allowed_for", "purchased_at", "txn_id"),
+)
+
+usage_days = Table(
+    "usage_days",
+    metadata,
+    Column("application_id", Integer, ForeignKey("applications.id"), primary_key=True),
+    Column("day", String(10), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
