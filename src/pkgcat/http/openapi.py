@@ -195,20 +195,26 @@ def _success(description: str, schema: Schema) -> Schema:
     }
 
 
-_HEADER = {"schema": {"type": "integer"}}
+_HEADER = {"schema": {"type": "integer"}, "required": True}
+_REQUEST_ID: dict[str, Schema] = {
+    "X-Request-Id": {
+        "schema": {"type": "string"},
+        "required": True,
+        "description": "Id of this request in the server's logs.",
+    }
+}
 _RATE_HEADERS: dict[str, Schema] = {
     "RateLimit-Limit": {**_HEADER, "description": "Requests allowed per window."},
     "RateLimit-Remaining": {**_HEADER, "description": "Requests left in the window."},
     "RateLimit-Reset": {**_HEADER, "description": "Seconds until the window resets."},
-    "X-Request-Id": {
-        "schema": {"type": "string"},
-        "description": "Id of this request in the logs.",
-    },
-}
+} | _REQUEST_ID
+
+_AUTHENTICATED_ERRORS = {2, 8, 12, 13}
+"""Errors answered after the key was accepted: they carry the rate-limit headers."""
 
 
 def _error(error: type[ApiError], description: str) -> Schema:
-    headers = dict(_RATE_HEADERS)
+    headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
     if error.code == 13:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     return {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Engine, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from pkgcat import keys
@@ -45,6 +45,14 @@ class KeyInfo:
     revoked_at: int | None
 
 
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # SQLite leaves foreign keys unchecked unless each connection asks for them.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
 def _now() -> int:
     return int(time.time())
 
@@ -64,6 +72,8 @@ class CatalogueAdmin:
 
     def __init__(self, database_url: str) -> None:
         self.engine: Engine = create_engine(database_url)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -168,9 +178,13 @@ class CatalogueAdmin:
                 .where(t.secret_keys.c.id == rows[0].id)
                 .values(revoked_at=_now())
             )
-        return next(k for k in self.list_keys() if k.prefix == rows[0].prefix)
+            return self._key_infos(db, t.secret_keys.c.id == rows[0].id)[0]
 
     def list_keys(self) -> list[KeyInfo]:
+        with self.engine.connect() as db:
+            return self._key_infos(db)
+
+    def _key_infos(self, db: Connection, *where: ColumnElement[bool]) -> list[KeyInfo]:
         query = (
             select(
                 t.secret_keys.c.prefix,
@@ -182,10 +196,10 @@ class CatalogueAdmin:
             )
             .join(t.applications, t.applications.c.id == t.secret_keys.c.application_id)
             .join(t.sources, t.sources.c.id == t.applications.c.source_id)
+            .where(*where)
             .order_by(t.sources.c.name, t.applications.c.name, t.secret_keys.c.created_at)
         )
-        with self.engine.connect() as db:
-            return [KeyInfo(**row._mapping) for row in db.execute(query)]
+        return [KeyInfo(**row._mapping) for row in db.execute(query)]
 
     # Catalogue data ------------------------------------------------------------
 

@@ -1,0 +1,109 @@
+"""The benchmark's baseline: a bare ASGI app returning a fixed, pre-serialized JSON body.
+
+No framework, no routing, no database: every HTTP request gets the same bytes,
+so what it measures is the server (granian) and the ASGI calls alone. The body
+is a JSON envelope padded to the size of a real details response, so both
+sides move the same number of bytes.
+
+Served the way ``pkgcat serve`` serves the API: granian, ASGI interface, a
+factory target, one worker, no access log::
+
+    .venv/bin/python bench/baseline_app.py --port 8001 --body-bytes 1373
+
+``bench/details.py`` starts it by itself; run it by hand only to poke at it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+BODY_BYTES_ENV = "PKGCAT_BENCH_BODY_BYTES"
+DEFAULT_BODY_BYTES = 1373
+"""Size of the demo's shape A details response for its first paid package."""
+
+
+def fixed_body(size: int) -> bytes:
+    """A valid JSON envelope of exactly ``size`` bytes (the padding is a string)."""
+    empty = orjson.dumps({"code": 0, "response": ""})
+    if size < len(empty):
+        raise ValueError(f"a body needs at least {len(empty)} bytes, got {size}")
+    body = orjson.dumps({"code": 0, "response": "x" * (size - len(empty))})
+    assert len(body) == size
+    return body
+
+
+def build_app(body: bytes) -> ASGIApp:
+    """The bare app: answers every HTTP request with ``body``, and the lifespan protocol."""
+    start: Message = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", b"application/json")],
+    }
+    response: Message = {"type": "http.response.body", "body": body}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await send(start)
+            await send(response)
+            return
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+
+    return app
+
+
+def create_app() -> ASGIApp:
+    """Granian's factory target: the body size comes from ``PKGCAT_BENCH_BODY_BYTES``."""
+    size = int(os.environ.get(BODY_BYTES_ENV, str(DEFAULT_BODY_BYTES)))
+    return build_app(fixed_body(size))
+
+
+def serve(host: str, port: int, body_bytes: int) -> None:
+    """Serve :func:`create_app` with the settings ``pkgcat serve`` gives granian."""
+    from granian import Granian
+    from granian.constants import Interfaces
+    from granian.log import LogLevels
+
+    os.environ[BODY_BYTES_ENV] = str(body_bytes)  # the worker process reads it
+    Granian(
+        target="baseline_app:create_app",
+        factory=True,
+        interface=Interfaces.ASGI,
+        address=host,
+        port=port,
+        workers=1,
+        log_access=False,
+        log_level=LogLevels.info,
+        working_dir=Path(__file__).resolve().parent,
+    ).serve()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--body-bytes", type=int, default=DEFAULT_BODY_BYTES)
+    args = parser.parse_args()
+    serve(args.host, args.port, args.body_bytes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Shared fixtures: a real SQLite file per test, the app in-process, OpenAPI checks on every response."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+from starlette.testclient import TestClient
+
+from pkgcat.app import create_app
+from pkgcat.config import Settings
+from pkgcat.http.openapi import openapi_document
+from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.migrate import upgrade
+from tests import factories as f
+
+OPENAPI = openapi_document()
+
+
+class Clock:
+    """A clock the test sets; the service reads it for 'today' and for stored times."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def check_against_openapi(path: str, response: httpx.Response) -> None:
+    """Fail unless the response is one the OpenAPI document declares for this path."""
+    operation = OPENAPI["paths"][path]["get"]
+    declared = operation["responses"].get(str(response.status_code))
+    assert declared is not None, f"{path} answered {response.status_code}, not in the document"
+    schema = declared["content"]["application/json"]["schema"]
+    jsonschema.validate(
+        response.json(),
+        {**schema, "components": OPENAPI["components"]},
+        cls=jsonschema.Draft202012Validator,
+        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    )
+    for header in declared.get("headers", {}):
+        assert header.lower() in response.headers, f"{header} missing on {path}"
+    assert response.headers["content-type"] == "application/json"
+
+
+@dataclass
+class Api:
+    """The app in-process, plus the keys of the test catalogue."""
+
+    http: TestClient
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def get(self, path: str, key: str | None = None, **params: Any) -> httpx.Response:
+        """GET an API path with ``key`` in the query (the spec's way); checks the document."""
+        query = {k: v for k, v in params.items() if v is not None}
+        if key is not None:
+            query["secret_key"] = key
+        response = self.http.get(path, params=query)
+        if path in OPENAPI["paths"]:
+            check_against_openapi(path, response)
+        return response
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'pkgcat.db'}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def admin(database_url: str) -> Iterator[CatalogueAdmin]:
+    handle = CatalogueAdmin(database_url)
+    yield handle
+    handle.close()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(datetime(2024, 3, 31, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def catalogue(admin: CatalogueAdmin, clock: Clock) -> dict[str, str]:
+    """Two sources; apps in both shapes and in Europe/Paris; paid, free and offline packages.
+
+    Returns the secret key of each application, by name.
+    """
+    issued = admin.load(
+        sources=[f.source(1, "Alpha"), f.source(2, "Beta")],
+        applications=[
+            f.application(1, 1, "alpha-a"),
+            f.application(2, 1, "alpha-b", shape="B"),
+            f.application(3, 2, "beta-a"),
+            f.application(4, 2, "beta-paris", timezone="Europe/Paris"),
+        ],
+        packages=[
+            f.package(1, 1, "com.alpha.paid"),
+            f.package(2, 1, "com.alpha.free", price="0.00"),
+            f.package(3, 1, "com.alpha.offline", online=False),
+            f.package(4, 1, "com.alpha.other", price="4.99"),
+            f.package(5, 2, "com.beta.paid", price="2.50", currency="EUR"),
+        ],
+        purchases=[
+            f.purchase(1, 1, clock.now - timedelta(days=3), txn_id="P-OLD"),
+            f.purchase(1, 1, clock.now - timedelta(days=1), txn_id="P-NEW"),
+            f.purchase(1, None, clock.now - timedelta(days=2), txn_id="S-MID", total="9.00"),
+            f.purchase(1, 4, clock.now - timedelta(days=5), txn_id="O-OTHER"),
+            f.purchase(2, 5, clock.now - timedelta(days=1), txn_id="B-1", currency="EUR"),
+        ],
+    )
+    names = {1: "alpha-a", 2: "alpha-b", 3: "beta-a", 4: "beta-paris"}
+    return {names[app_id]: key.secret_key for app_id, key in issued.items()}
+
+
+AppFactory = Callable[..., Api]
+
+
+@pytest.fixture
+def make_api(database_url: str, clock: Clock, catalogue: dict[str, str]) -> Iterator[AppFactory]:
+    """Build the app with settings overrides; each built client is closed after the test."""
+    clients: list[TestClient] = []
+
+    def build(**settings: Any) -> Api:
+        app = create_app(Settings(database_url=database_url, **settings), clock=clock)
+        client = TestClient(app, raise_server_exceptions=False)
+        client.__enter__()
+        clients.append(client)
+        return Api(http=client, keys=catalogue)
+
+    yield build
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def api(make_api: AppFactory) -> Api:
+    return make_api()
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see only the settings they give, never the developer's PKGCAT_* variables."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("PKGCAT_"):
+            monkeypatch.delenv(name)

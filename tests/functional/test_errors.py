@@ -1,0 +1,96 @@
+"""Errors: decision 8 of docs/api.md, one envelope for every failure."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from sqlalchemy import update
+
+from pkgcat.errors import ERROR_TABLE
+from pkgcat.storage import schema
+from pkgcat.storage.admin import CatalogueAdmin
+from tests.conftest import Api
+
+USAGE = "/1.0/application/usage.json"
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("/1.0/application/nothing.json", 1),
+        ("/1.0/package/details", 1),
+        ("/1.0/", 1),
+        ("/nothing", 1),
+        ("/2.0/application/usage.json", 6),
+        ("/3.0", 6),
+        ("/v2/package/details.json", 6),
+        ("/0.9/package/details.json", 6),
+    ],
+)
+def test_unknown_paths(api: Api, path: str, code: int) -> None:
+    response = api.http.get(path, params={"secret_key": api.keys["alpha-a"]})
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["code"] == code
+    assert isinstance(body["response"], str)
+    assert path in body["response"]
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+def test_methods_other_than_get_are_code_7(api: Api, method: str) -> None:
+    response = api.http.request(method, USAGE, params={"secret_key": api.keys["alpha-a"]})
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+    assert response.json()["code"] == 7
+    assert method in response.json()["response"]
+
+
+def test_methods_other_than_get_are_not_counted(api: Api) -> None:
+    api.http.post(USAGE, params={"secret_key": api.keys["alpha-a"]})
+    assert api.get(USAGE, api.keys["alpha-a"], days=1).json()["response"][-1]["usage"] == 1
+
+
+def test_repeated_parameters_are_code_2(api: Api) -> None:
+    response = api.http.get(
+        f"/1.0/package/buyers.json?package=com.alpha.paid&page=1&page=2&secret_key={api.keys['alpha-a']}"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"code": 2, "response": "page: given more than once"}
+
+
+def test_internal_errors_are_code_15_without_details_and_logged_with_the_request_id(
+    admin: CatalogueAdmin, api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A row the server cannot decode (a broken screenshots list) fails the request inside.
+    with admin.engine.begin() as db:
+        db.execute(update(schema.packages).where(schema.packages.c.id == 1).values(screenshots="{"))
+    with caplog.at_level(logging.ERROR, logger="pkgcat.http"):
+        response = api.http.get(
+            "/1.0/package/details.json",
+            params={"secret_key": api.keys["alpha-a"], "package": "com.alpha.paid"},
+        )
+    assert response.status_code == 500
+    body = response.json()
+    request_id = response.headers["x-request-id"]
+    assert body == {"code": 15, "response": f"internal error; request id {request_id}"}
+    assert "Traceback" not in response.text
+    assert "SELECT" not in response.text
+    assert request_id in caplog.text
+    assert "Traceback" in caplog.text or caplog.records[0].exc_info is not None
+    assert api.keys["alpha-a"] not in caplog.text
+
+
+def test_every_code_has_a_distinct_status_and_name() -> None:
+    codes = [e.code for e in ERROR_TABLE]
+    assert codes == sorted(set(codes)) == [1, 2, 5, 6, 7, 8, 12, 13, 15]
+    assert {e.code: e.status for e in ERROR_TABLE} == {
+        1: 404, 2: 400, 5: 401, 6: 404, 7: 405, 8: 404, 12: 403, 13: 429, 15: 500,
+    }  # fmt: skip
+
+
+def test_request_ids_are_unique(api: Api) -> None:
+    ids = {api.get(USAGE, api.keys["alpha-a"]).headers["x-request-id"] for _ in range(20)}
+    assert len(ids) == 20

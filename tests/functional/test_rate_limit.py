@@ -1,0 +1,68 @@
+"""The rate limit: decision 7 of docs/api.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import AppFactory
+
+USAGE = "/1.0/application/usage.json"
+DETAILS = "/1.0/package/details.json"
+
+
+def test_every_authenticated_response_carries_the_headers(make_api: AppFactory) -> None:
+    api = make_api(rate_limit="5/minute")
+    ok = api.get(USAGE, api.keys["alpha-a"])
+    assert ok.headers["ratelimit-limit"] == "5"
+    assert ok.headers["ratelimit-remaining"] == "4"
+    assert 1 <= int(ok.headers["ratelimit-reset"]) <= 60
+    failed = api.get(DETAILS, api.keys["alpha-a"], package="missing")
+    assert failed.status_code == 404
+    assert failed.headers["ratelimit-remaining"] == "3"
+
+
+def test_the_limit_is_shared_by_the_three_operations_and_refusals_are_not_counted(
+    make_api: AppFactory,
+) -> None:
+    api = make_api(rate_limit="5/minute")
+    key = api.keys["alpha-a"]
+    api.get(USAGE, key)
+    api.get(DETAILS, key, package="com.alpha.paid")
+    api.get("/1.0/package/buyers.json", key, package="com.alpha.paid")
+    api.get(USAGE, key)
+    last = api.get(USAGE, key, days=1)
+    assert last.headers["ratelimit-remaining"] == "0"
+    assert last.json()["response"][-1]["usage"] == 5
+    for _ in range(3):
+        refused = api.get(DETAILS, key, package="com.alpha.paid")
+        assert refused.status_code == 429
+        body = refused.json()
+        assert body["code"] == 13
+        assert body["response"].startswith("rate limit exceeded")
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+        assert refused.headers["ratelimit-remaining"] == "0"
+    # Another application has its own limit; the refused requests were never counted.
+    other = make_api(rate_limit="5/minute")
+    assert other.get(USAGE, api.keys["alpha-b"], days=1).status_code == 200
+
+
+def test_default_limit_is_3600_per_hour(make_api: AppFactory) -> None:
+    api = make_api()
+    response = api.get(USAGE, api.keys["alpha-a"])
+    assert response.headers["ratelimit-limit"] == "3600"
+    assert int(response.headers["ratelimit-reset"]) <= 3600
+
+
+def test_unauthenticated_requests_do_not_spend_the_limit(make_api: AppFactory) -> None:
+    api = make_api(rate_limit="2/minute")
+    for _ in range(5):
+        assert api.get(USAGE, "pkc_" + "z" * 40).status_code == 401
+    assert api.get(USAGE, api.keys["alpha-a"]).headers["ratelimit-remaining"] == "1"
+
+
+@pytest.mark.parametrize("value", ["lots", "5/fortnight", "-1/minute"])
+def test_a_malformed_limit_is_refused_by_the_settings(make_api: AppFactory, value: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="rate limit"):
+        make_api(rate_limit=value)
