@@ -109,8 +109,18 @@ def test_revoking_needs_an_unambiguous_prefix(admin: CatalogueAdmin, api: Api) -
         db.execute(
             insert(schema.secret_keys),
             [
-                {"application_id": 1, "key_hash": "a" * 64, "prefix": "pkc_TEST0001", "created_at": 0},
-                {"application_id": 1, "key_hash": "b" * 64, "prefix": "pkc_TEST0002", "created_at": 0},
+                {
+                    "application_id": 1,
+                    "key_hash": "a" * 64,
+                    "prefix": "pkc_TEST0001",
+                    "created_at": 0,
+                },
+                {
+                    "application_id": 1,
+                    "key_hash": "b" * 64,
+                    "prefix": "pkc_TEST0002",
+                    "created_at": 0,
+                },
             ],
         )
     with pytest.raises(AdminError, match="at least 8 characters"):

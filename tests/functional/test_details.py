@@ -9,7 +9,7 @@ import pytest
 
 from pkgcat.storage.admin import CatalogueAdmin
 from tests import factories as f
-from tests.conftest import AppFactory, Api
+from tests.conftest import Api, AppFactory
 
 DETAILS = "/1.0/package/details.json"
 
@@ -75,9 +75,7 @@ def test_dates_are_in_the_application_zone(api: Api) -> None:
     assert body["date"] == "2024-03-10T13:00:00+01:00"
 
 
-def test_shape_a_rewrites_stored_http_addresses_to_https(
-    admin: CatalogueAdmin, api: Api
-) -> None:
+def test_shape_a_rewrites_stored_http_addresses_to_https(admin: CatalogueAdmin, api: Api) -> None:
     admin.load(packages=[f.package(9, 2, "com.beta.plain", icon="http://old.example/i.png")])
     assert details(api, "alpha-a", "com.beta.plain")["icon"] == "https://old.example/i.png"
     assert details(api, "alpha-b", "com.beta.plain")["icon"] == "http://old.example/i.png"
@@ -124,9 +122,7 @@ def test_price_changes_are_seen_on_the_next_request(admin: CatalogueAdmin, api: 
 
     assert details(api, "alpha-a", "com.alpha.paid")["price"] == "1.99"
     with admin.engine.begin() as db:
-        db.execute(
-            update(schema.packages).where(schema.packages.c.id == 1).values(price="2.99")
-        )
+        db.execute(update(schema.packages).where(schema.packages.c.id == 1).values(price="2.99"))
     assert details(api, "alpha-a", "com.alpha.paid")["price"] == "2.99"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-
 from sqlalchemy import update
 
 from pkgcat.errors import ERROR_TABLE

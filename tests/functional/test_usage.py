@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from pkgcat.storage.admin import CatalogueAdmin
-from tests.conftest import AppFactory, Api, Clock
+from tests.conftest import Api, AppFactory, Clock
 
 USAGE = "/1.0/application/usage.json"
 ISO_MIDNIGHT = re.compile(r"\d{4}-\d{2}-\d{2}T00:00:00[+-]\d{2}:\d{2}")

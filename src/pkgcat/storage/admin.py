@@ -13,7 +13,17 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, create_engine, delete, event, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection
 
 from pkgcat import keys

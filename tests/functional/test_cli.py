@@ -1,0 +1,171 @@
+"""The operator's command line, in-process through Click's runner."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from pkgcat.app import create_app
+from pkgcat.cli import app as cli
+from pkgcat.config import Settings
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        return runner.invoke(cli, list(args), catch_exceptions=False)
+
+    invoke.url = url  # type: ignore[attr-defined]  # handy for tests that open the app
+    return invoke
+
+
+def api_for(url: str) -> TestClient:
+    return TestClient(create_app(Settings(database_url=url)))
+
+
+def test_demo_json_seeds_the_promised_catalogue(run: Any) -> None:
+    result = run("demo", "--json")
+    assert result.exit_code == 0, result.output
+    apps = json.loads(result.stdout)["applications"]
+    assert len(apps) == 4
+    assert {a["shape"] for a in apps} == {"A", "B"}
+    assert "Europe/Paris" in {a["timezone"] for a in apps}
+    assert len({a["source"] for a in apps}) == 2
+    for a in apps:
+        assert set(a) == {
+            "name", "source", "shape", "timezone", "secret_key",
+            "paid_package", "free_package", "offline_package",
+        }  # fmt: skip
+        assert re.fullmatch(r"pkc_[0-9A-Za-z]{40}", a["secret_key"])
+    with api_for(run.url) as http:
+        for a in (apps[0], apps[2]):
+            auth = {"Authorization": f"Bearer {a['secret_key']}"}
+            buyers = http.get(
+                "/1.0/package/buyers.json",
+                params={"package": a["paid_package"], "limit": 100, "page": 1},
+                headers=auth,
+            ).json()["response"]
+            assert int(buyers["total"]) >= 240
+            scopes = set()
+            for page in range(1, int(buyers["total"]) // 100 + 2):
+                body = http.get(
+                    "/1.0/package/buyers.json",
+                    params={"package": a["paid_package"], "limit": 100, "page": page},
+                    headers=auth,
+                ).json()["response"]
+                scopes |= {b["allowed_for"] for b in body["buyers"]}
+            assert scopes == {"package", "source"}
+            paid = http.get(
+                "/1.0/package/details.json", params={"package": a["paid_package"]}, headers=auth
+            ).json()["response"]
+            assert all(value not in ("", [], None) for key, value in paid.items()), paid
+            assert len(paid["screenshots"]) >= 2
+            free = http.get(
+                "/1.0/package/details.json", params={"package": a["free_package"]}, headers=auth
+            ).json()["response"]
+            assert free["price"] == "0.00"
+            offline = http.get(
+                "/1.0/package/details.json", params={"package": a["offline_package"]}, headers=auth
+            ).json()["response"]
+            assert offline["online"] == "0"
+            usage = http.get(
+                "/1.0/application/usage.json", params={"days": 60}, headers=auth
+            ).json()["response"]
+            assert sum(1 for e in usage[:-1] if e["usage"]) >= 40
+
+
+def test_demo_refuses_a_catalogue_unless_forced_and_reuse_prints_a_fresh_key(run: Any) -> None:
+    first = json.loads(run("demo", "--json").stdout)["applications"][0]["secret_key"]
+    refused = run("demo")
+    assert refused.exit_code == 1
+    assert "holds a catalogue already" in refused.stderr
+    reused = run("demo", "--reuse")
+    assert reused.exit_code == 0
+    fresh = re.search(r"pkc_[0-9A-Za-z]{40}", reused.stdout)
+    assert fresh is not None
+    assert fresh.group() != first
+    forced = run("demo", "--force", "--json")
+    assert forced.exit_code == 0
+    with api_for(run.url) as http:
+        usage = "/1.0/application/usage.json"
+        assert http.get(usage, params={"secret_key": first}).json()["code"] == 5
+        assert http.get(usage, params={"secret_key": fresh.group()}).json()["code"] == 5
+        new = json.loads(forced.stdout)["applications"][0]["secret_key"]
+        assert http.get(usage, params={"secret_key": new}).json()["code"] == 0
+
+
+def test_source_app_and_key_lifecycle(run: Any) -> None:
+    assert run("source", "add", "Gamma", "--url", "https://gamma.example/").exit_code == 0
+    duplicate = run("source", "add", "Gamma", "--url", "https://gamma.example/")
+    assert duplicate.exit_code == 1
+    assert "exists already" in duplicate.stderr
+    created = run(
+        "app", "create", "--source", "Gamma", "--name", "tool", "--shape", "b",
+        "--timezone", "Asia/Tokyo", "--json",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.output
+    record = json.loads(created.stdout)
+    assert {k: record[k] for k in ("name", "source", "shape", "timezone")} == {
+        "name": "tool",
+        "source": "Gamma",
+        "shape": "B",
+        "timezone": "Asia/Tokyo",
+    }
+    key = record["secret_key"]
+    second = json.loads(run("key", "create", "--source", "Gamma", "--app", "tool", "--json").stdout)
+    listed = run("key", "list", "--json")
+    assert key not in listed.stdout
+    prefixes = [k["prefix"] for k in json.loads(listed.stdout)]
+    assert prefixes == [key[:12], second["secret_key"][:12]]
+    revoked = run("key", "revoke", key[:12])
+    assert revoked.exit_code == 0
+    assert key[:12] in revoked.stdout
+    with api_for(run.url) as http:
+        usage = "/1.0/application/usage.json"
+        assert http.get(usage, params={"secret_key": key}).json()["code"] == 5
+        body = http.get(usage, params={"secret_key": second["secret_key"], "days": 1}).json()
+        assert re.fullmatch(r"\d{2}-\d{2}-\d{4} 00:00:00", body["response"][0]["date"])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["app", "create", "--source", "Nope", "--name", "x"], 1, "no source named 'Nope'"),
+        (["app", "create", "--source", "S", "--name", "x", "--shape", "C"], 2, "--shape"),
+        (
+            ["app", "create", "--source", "S", "--name", "x", "--timezone", "Mars/X"],
+            2,
+            "--timezone",
+        ),
+        (["key", "revoke", "pkc_abcd1234"], 1, "no live key"),
+        (["key", "create", "--source", "Nope", "--app", "x"], 1, "no source named"),
+    ],
+)
+def test_errors_are_one_clear_line(run: Any, args: list[str], code: int, message: str) -> None:
+    result = run(*args)
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_bad_settings_name_the_variable(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PKGCAT_SHAPE", "Z")
+    result = run("db", "upgrade")
+    assert result.exit_code == 2
+    assert "PKGCAT_SHAPE" in result.stderr
+
+
+def test_db_upgrade_reports_the_revision(run: Any) -> None:
+    result = run("db", "upgrade")
+    assert result.exit_code == 0
+    assert "revision 0001" in result.stdout
