@@ -22,7 +22,9 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     if backend != "sqlite":
         raise ValueError(f"PKGCAT_DATABASE_URL: the server runs on SQLite for now, not {backend!r}")
     store = SqliteCatalogue(settings.database_url)
-    limiter = WindowLimiter(settings.rate_limit, settings.rate_limit_storage)
+    limiter = WindowLimiter(
+        settings.rate_limit, settings.rate_limit_storage, settings.rate_limit_namespace
+    )
     service = CatalogueService(
         store,
         store,

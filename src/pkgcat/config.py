@@ -41,6 +41,11 @@ class Settings(BaseSettings):
         default="memory://",
         description="Where rate-limit counts live (`memory://`, or `redis://host:port` to share them between workers).",
     )
+    rate_limit_namespace: str = Field(
+        default="pkgcat",
+        min_length=1,
+        description="Prefix of the rate-limit keys, so several catalogues can share one Redis.",
+    )
     host: str = Field(default="127.0.0.1", description="Address `pkgcat serve` listens on.")
     port: int = Field(default=8000, ge=0, le=65535, description="Port `pkgcat serve` listens on.")
     workers: int = Field(default=1, ge=1, le=64, description="Worker processes of `pkgcat serve`.")

@@ -66,3 +66,46 @@ def test_a_malformed_limit_is_refused_by_the_settings(make_api: AppFactory, valu
 
     with pytest.raises(ValidationError, match="rate limit"):
         make_api(rate_limit=value)
+
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def redis_namespace() -> str:
+    """A namespace no other test or run shares.
+
+    Without a Redis at 127.0.0.1:6379 the test skips with one line, except in CI
+    (``CI`` set), where a missing service is a failure.
+    """
+    import os
+    import secrets
+
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL).ping()
+    except redis.ConnectionError:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs a Redis at {REDIS_URL}")
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    return f"test-{secrets.token_hex(6)}"
+
+
+def test_workers_share_one_limit_through_redis(make_api: AppFactory, redis_namespace: str) -> None:
+    settings = {
+        "rate_limit": "3/minute",
+        "rate_limit_storage": REDIS_URL,
+        "rate_limit_namespace": redis_namespace,
+    }
+    first, second = make_api(**settings), make_api(**settings)  # two workers, one Redis
+    key = first.keys["alpha-a"]
+    assert first.get(USAGE, key).headers["ratelimit-remaining"] == "2"
+    assert second.get(USAGE, key).headers["ratelimit-remaining"] == "1"
+    assert first.get(USAGE, key).headers["ratelimit-remaining"] == "0"
+    refused = second.get(USAGE, key)
+    assert refused.status_code == 429
+    assert refused.json()["code"] == 13
+    # Another namespace (another catalogue on the same Redis) is not affected.
+    other = make_api(**(settings | {"rate_limit_namespace": redis_namespace + "-other"}))
+    assert other.get(USAGE, key).status_code == 200

@@ -22,18 +22,20 @@ from pkgcat.domain import RateDecision
 class WindowLimiter:
     """:class:`~pkgcat.storage.interfaces.RateLimiter` on a ``limits`` storage."""
 
-    def __init__(self, rate_limit: str, storage_uri: str = "memory://") -> None:
+    def __init__(
+        self, rate_limit: str, storage_uri: str = "memory://", namespace: str = "pkgcat"
+    ) -> None:
         self._item = parse(rate_limit)
         self._limiter = FixedWindowRateLimiter(storage_from_string(storage_uri))
+        self._namespace = namespace
 
     @property
     def limit(self) -> int:
         return int(self._item.amount)
 
     def hit(self, application_id: int) -> RateDecision:
-        key = str(application_id)
-        allowed = self._limiter.hit(self._item, key)
-        stats = self._limiter.get_window_stats(self._item, key)
+        allowed = self._limiter.hit(self._item, self._namespace, str(application_id))
+        stats = self._limiter.get_window_stats(self._item, self._namespace, str(application_id))
         reset_after = max(1, math.ceil(stats.reset_time - time.time()))
         return RateDecision(
             allowed=allowed,
