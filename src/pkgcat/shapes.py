@@ -29,8 +29,14 @@ def _address(url: str, shape: Shape) -> str:
     return "http://" + url[8:] if url.startswith("https://") else url
 
 
+_CENTS = Decimal("0.01")
+
+
 def _amount(value: Decimal) -> str:
-    """A decimal with a point separator and never an exponent."""
+    """A decimal with a point separator, at least two decimals, never an exponent."""
+    exponent = value.as_tuple().exponent
+    if isinstance(exponent, int) and exponent > -2:
+        value = value.quantize(_CENTS)
     return format(value, "f")
 
 

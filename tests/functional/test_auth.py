@@ -31,6 +31,13 @@ def test_the_same_key_in_both_places_is_accepted(api: Api) -> None:
     assert response.status_code == 200
 
 
+def test_an_empty_query_key_beside_a_bearer_token_is_absent(api: Api) -> None:
+    response = api.http.get(
+        USAGE, params={"secret_key": ""}, headers={"Authorization": f"Bearer {api.keys['alpha-a']}"}
+    )
+    assert response.status_code == 200
+
+
 def test_two_different_keys_are_refused_and_not_counted(api: Api) -> None:
     response = api.http.get(
         USAGE,

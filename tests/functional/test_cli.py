@@ -94,6 +94,9 @@ def test_demo_refuses_a_catalogue_unless_forced_and_reuse_prints_a_fresh_key(run
     fresh = re.search(r"pkc_[0-9A-Za-z]{40}", reused.stdout)
     assert fresh is not None
     assert fresh.group() != first
+    reused_json = json.loads(run("demo", "--reuse", "--json").stdout)["applications"]
+    assert len(reused_json) == 1
+    assert reused_json[0]["secret_key"] not in (first, fresh.group())
     forced = run("demo", "--force", "--json")
     assert forced.exit_code == 0
     with api_for(run.url) as http:

@@ -115,6 +115,14 @@ def test_missing_package_is_code_2(api: Api, package: str | None) -> None:
     assert response.json()["response"].startswith("package: ")
 
 
+@pytest.mark.parametrize(("stored", "shown"), [("2.5", "2.50"), ("0", "0.00"), ("1.999", "1.999")])
+def test_prices_show_at_least_two_decimals(
+    admin: CatalogueAdmin, api: Api, stored: str, shown: str
+) -> None:
+    admin.load(packages=[f.package(9, 2, "com.beta.priced", price=stored)])
+    assert details(api, "alpha-a", "com.beta.priced")["price"] == shown
+
+
 def test_price_changes_are_seen_on_the_next_request(admin: CatalogueAdmin, api: Api) -> None:
     from sqlalchemy import update
 

@@ -21,6 +21,7 @@ USAGE = "/1.0/application/usage.json"
         ("/1.0/application/nothing.json", 1),
         ("/1.0/package/details", 1),
         ("/1.0/", 1),
+        ("/1.0", 1),
         ("/nothing", 1),
         ("/2.0/application/usage.json", 6),
         ("/3.0", 6),
@@ -93,3 +94,15 @@ def test_every_code_has_a_distinct_status_and_name() -> None:
 def test_request_ids_are_unique(api: Api) -> None:
     ids = {api.get(USAGE, api.keys["alpha-a"]).headers["x-request-id"] for _ in range(20)}
     assert len(ids) == 20
+
+
+@pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/healthz", "/nothing", "/1.0/x"])
+def test_every_response_carries_a_request_id(api: Api, path: str) -> None:
+    assert api.http.get(path).headers["x-request-id"]
+
+
+def test_405_outside_the_api_names_the_allowed_methods(api: Api) -> None:
+    response = api.http.post("/openapi.json")
+    assert response.status_code == 405
+    assert "GET" in response.headers["allow"]
+    assert response.json()["code"] == 7

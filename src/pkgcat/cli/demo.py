@@ -9,12 +9,24 @@ import typer
 
 from pkgcat import demo as catalogue
 from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
+from pkgcat.config import Settings
 
-BASE_URL = "http://127.0.0.1:8000"
+
+def _curl(base_url: str, key: str, path: str) -> str:
+    return f"curl -H 'Authorization: Bearer {key}' '{base_url}{path}'"
 
 
-def _curl(settings_port: int, key: str, path: str) -> str:
-    return f"curl -H 'Authorization: Bearer {key}' '{BASE_URL.rsplit(':', 1)[0]}:{settings_port}{path}'"
+def _record(app: catalogue.DemoApp, settings: Settings, secret_key: str) -> dict[str, str]:
+    return {
+        "name": app.name,
+        "source": app.source,
+        "shape": app.shape or settings.shape,
+        "timezone": app.timezone or settings.timezone,
+        "secret_key": secret_key,
+        "paid_package": app.paid_package,
+        "free_package": app.free_package,
+        "offline_package": app.offline_package,
+    }
 
 
 def demo(
@@ -44,12 +56,15 @@ def demo(
                 )
             first = plan.apps[0]
             issued = handle.create_key(first.source, first.name)
+            if as_json:
+                print_json({"applications": [_record(first, settings, issued.secret_key)]})
+                return
             stdout.print(
                 f"kept the existing catalogue; new key for {first.name!r} "
                 f"(shape {first.shape or settings.shape}):",
                 highlight=False,
             )
-            _print_try(settings.port, issued.secret_key, first)
+            _print_try(settings, issued.secret_key, first)
             return
         issued_keys = handle.load(
             sources=plan.sources,
@@ -59,19 +74,7 @@ def demo(
             usage=plan.usage,
             replace=force,
         )
-    apps = [
-        {
-            "name": a.name,
-            "source": a.source,
-            "shape": a.shape or settings.shape,
-            "timezone": a.timezone or settings.timezone,
-            "secret_key": issued_keys[a.id].secret_key,
-            "paid_package": a.paid_package,
-            "free_package": a.free_package,
-            "offline_package": a.offline_package,
-        }
-        for a in plan.apps
-    ]
+    apps = [_record(a, settings, issued_keys[a.id].secret_key) for a in plan.apps]
     if as_json:
         print_json({"applications": apps})
         return
@@ -85,14 +88,15 @@ def demo(
             highlight=False,
             soft_wrap=True,
         )
-    _print_try(settings.port, apps[0]["secret_key"], plan.apps[0])
+    _print_try(settings, apps[0]["secret_key"], plan.apps[0])
 
 
-def _print_try(port: int, key: str, app: catalogue.DemoApp) -> None:
+def _print_try(settings: Settings, key: str, app: catalogue.DemoApp) -> None:
+    base_url = f"http://{settings.host}:{settings.port}"
     stdout.print(f"\nsecret key: [bold]{key}[/]\ntry:", highlight=False)
     for path in (
         "/1.0/application/usage.json?days=7",
         f"/1.0/package/details.json?package={app.paid_package}",
         f"/1.0/package/buyers.json?package={app.paid_package}&limit=5",
     ):
-        stdout.print("  " + _curl(port, key, path), highlight=False, soft_wrap=True)
+        stdout.print("  " + _curl(base_url, key, path), highlight=False, soft_wrap=True)

@@ -16,7 +16,7 @@ import secrets
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pkgcat.domain import RateDecision
 from pkgcat.errors import (
@@ -67,6 +67,20 @@ def _rate_headers(decision: RateDecision) -> Headers:
     ]
 
 
+def _with_request_id(send: Send, request_id: str) -> Send:
+    """``send``, adding the request id to the response's headers."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {
+                **message,
+                "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())],
+            }
+        await send(message)
+
+    return sending
+
+
 class ApiApp:
     """The whole server as one ASGI callable."""
 
@@ -83,14 +97,15 @@ class ApiApp:
             return
         path: str = scope["path"]
         handler = ROUTES.get(path)
+        request_id = f"{self._prefix}-{next(self._ids)}"
         if (
             handler is None
             and not path.startswith(_API_PREFIX)
+            and path != _API_PREFIX[:-1]
             and not _LOOKS_LIKE_VERSION.match(path)
         ):
-            await self.site(scope, receive, send)
+            await self.site(scope, receive, _with_request_id(send, request_id))
             return
-        request_id = f"{self._prefix}-{next(self._ids)}"
         status, body, headers = await self._answer(scope, path, handler, request_id)
         headers.append(_JSON)
         headers.append((b"x-request-id", request_id.encode()))
@@ -103,7 +118,7 @@ class ApiApp:
         rate: Headers = []
         try:
             if handler is None:
-                if path.startswith(_API_PREFIX):
+                if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
                     raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
                 raise UnknownVersion(
                     f"unknown API version in {path!r}; this server speaks {VERSION}"
@@ -116,8 +131,8 @@ class ApiApp:
             key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
             caller, decision = await self.service.admit(key)
             rate = _rate_headers(decision)
-            for name in sorted(repeated):
-                raise InvalidArgument(name, "given more than once")
+            if repeated:
+                raise InvalidArgument(min(repeated), "given more than once")
             response: Any = await handler(self.service, caller, query)
             return 200, envelope(response), rate
         except RateLimited as error:

@@ -12,6 +12,7 @@ from pkgcat.errors import Unauthenticated
 
 def presented_key(query_key: str | None, authorization: bytes | None) -> str | None:
     """The key the request presents, or ``None`` when it presents none."""
+    query_key = query_key or None  # an empty secret_key= presents nothing
     header_key: str | None = None
     if authorization is not None:
         scheme, _, token = authorization.decode("latin-1").strip().partition(" ")

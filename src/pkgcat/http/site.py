@@ -70,7 +70,7 @@ def create_site(on_shutdown: Callable[[], Awaitable[None]]) -> Starlette:
             body,
             status_code=status,
             media_type="application/json",
-            headers={k.decode(): v.decode() for k, v in headers},
+            headers={**(exc.headers or {}), **{k.decode(): v.decode() for k, v in headers}},
         )
 
     @asynccontextmanager

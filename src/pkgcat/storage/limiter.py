@@ -1,8 +1,8 @@
 """The per-application rate limit, on the maintained ``limits`` library.
 
 A fixed window (``limits``' ``FixedWindowRateLimiter``): ``N/hour`` admits N
-requests per application in each clock-aligned window, and ``RateLimit-Reset``
-is the time left in the current one. The counts live in the storage that
+requests per application in a window that opens with the application's first
+request and lasts an hour; ``RateLimit-Reset`` is the time left in it. The counts live in the storage that
 ``PKGCAT_RATE_LIMIT_STORAGE`` names: ``memory://`` (one process) by default,
 ``redis://host:port`` where several workers or machines must share one limit.
 """

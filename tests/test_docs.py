@@ -1,0 +1,128 @@
+"""The documentation stays true to the code: settings, error codes, CLI commands, quick start."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import typer
+
+from pkgcat.cli import app as cli_app
+from pkgcat.config import Settings
+from pkgcat.errors import ERROR_TABLE, ApiError
+from pkgcat.http.routes import ROUTES
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of every Markdown table row, stripped (separator rows left out)."""
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("|") or re.fullmatch(r"\|[\s|:-]+\|", line):
+            continue
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def sections(text: str, level: str = "##") -> dict[str, str]:
+    """Each heading of ``level`` (its text) to the body below it, up to the next such heading."""
+    found: dict[str, str] = {}
+    parts = re.split(rf"^{level} (.+)$", text, flags=re.MULTILINE)
+    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+        found[heading.strip()] = body
+    return found
+
+
+def cli_commands() -> dict[str, list[str]]:
+    """Every leaf command of ``pkgcat`` ("key revoke", ...) to its long options."""
+    commands: dict[str, list[str]] = {}
+
+    def walk(command: object, path: tuple[str, ...]) -> None:
+        children = getattr(command, "commands", None)
+        if isinstance(children, dict) and children:
+            for name, child in children.items():
+                walk(child, (*path, name))
+            return
+        options: list[str] = []
+        for param in getattr(command, "params", []):
+            if getattr(param, "param_type_name", None) != "option":
+                continue
+            names = [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]
+            options += [n for n in names if n.startswith("--") and n != "--help"]
+        commands[" ".join(path)] = options
+
+    walk(typer.main.get_command(cli_app), ())
+    return commands
+
+
+COMMANDS = cli_commands()
+
+
+# Configuration -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", list(Settings.model_fields))
+def test_every_setting_is_documented_with_its_default(field: str) -> None:
+    variable = f"PKGCAT_{field.upper()}"
+    rows = [row for row in table_rows(read(DOCS / "configuration.md")) if row[0] == f"`{variable}`"]
+    assert rows, f"{variable} has no row in docs/configuration.md"
+    default = Settings.model_fields[field].default
+    assert rows[0][1] == f"`{default}`", f"{variable}: the documented default is not {default!r}"
+
+
+# API --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("error", ERROR_TABLE, ids=lambda e: f"code-{e.code}")
+def test_every_error_code_has_a_table_row_with_its_status(error: type[ApiError]) -> None:
+    rows = table_rows(read(DOCS / "api.md"))
+    code, status = str(error.code), str(error.status)
+    assert any(row[0] == code and status in row[1:] for row in rows), (
+        f"docs/api.md has no table row for code {code} with HTTP status {status}"
+    )
+
+
+@pytest.mark.parametrize("path", sorted(ROUTES))
+def test_every_operation_is_documented(path: str) -> None:
+    assert f"`GET {path}`" in read(DOCS / "api.md")
+
+
+# CLI --------------------------------------------------------------------------------------------
+
+
+def test_the_command_tree_was_found() -> None:
+    assert {"serve", "demo", "db upgrade", "key revoke"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_and_its_options_are_documented(command: str) -> None:
+    text = read(DOCS / "cli.md")
+    section = sections(text).get(f"`pkgcat {command}`")
+    assert section is not None, f"docs/cli.md has no section '## `pkgcat {command}`'"
+    for option in COMMANDS[command]:
+        assert f"`{option}`" in section, f"`{option}` of 'pkgcat {command}' is not in its section"
+
+
+# README -----------------------------------------------------------------------------------------
+
+
+def test_the_quick_start_is_make_run_then_make_test() -> None:
+    quick_start = sections(read(ROOT / "README.md")).get("Quick start")
+    assert quick_start is not None, "README.md has no '## Quick start'"
+    block = re.search(r"```\w*\n(.*?)```", quick_start, flags=re.DOTALL)
+    assert block is not None, "the quick start has no code block"
+    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    assert [c for c in commands if c] == ["make run", "make test"]
+
+
+def test_the_readme_links_resolve() -> None:
+    for target in re.findall(r"\]\(([^)#]+\.md)\)", read(ROOT / "README.md")):
+        assert (ROOT / target).is_file(), f"README.md links to a missing {target}"
