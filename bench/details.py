@@ -5,8 +5,9 @@ Seeds a throwaway SQLite database with the demo catalogue, starts
 access log) on free ports of 127.0.0.1, then runs wrk against each target in
 interleaved rounds and prints the medians::
 
-    .venv/bin/python bench/details.py                 # 3 rounds of 10 s, about 2.5 minutes
+    .venv/bin/python bench/details.py                 # 3 rounds of 10 s, about 2.2 minutes
     .venv/bin/python bench/details.py --rounds 1 --duration 3   # a quick look
+    .venv/bin/python bench/details.py --variants      # also the what-ifs of variants.py
 
 On a machine with two cores or more (and ``taskset``), the servers are pinned
 to the first core and wrk to the second, so the two do not compete for one.
@@ -40,6 +41,13 @@ BENCH_DIR = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
 RATE_LIMIT = "100000000/hour"  # far above what a run can send: nothing is refused
 READY_TIMEOUT = 30.0
+VARIANTS = [  # cumulative swaps of bench/variants.py, in the order docs/benchmarks.md ranks them
+    ("details, packages cached", "packages"),
+    ("+ counts group-committed", "packages,group-commit"),
+    ("+ keys cached", "packages,group-commit,keys"),
+    ("+ limiter in a dict", "packages,group-commit,keys,limiter"),
+    ("details, all four, counts batched", "packages,batched,keys,limiter"),
+]
 STOP_TIMEOUT = 10.0
 
 
@@ -97,6 +105,7 @@ class Children:
 
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._logs: dict[subprocess.Popen[bytes], Path] = {}
 
     def start(
         self, command: Sequence[str], env: dict[str, str], log: Path
@@ -111,7 +120,13 @@ class Children:
                 start_new_session=True,  # granian's worker follows its parent's group
             )
         self._procs.append(proc)
+        self._logs[proc] = log
         return proc
+
+    def check_alive(self) -> None:
+        for proc, log in self._logs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(f"a server died during the run:\n{log.read_text()}")
 
     def stop_all(self) -> None:
         for proc in reversed(self._procs):
@@ -178,6 +193,22 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"{url} not ready after {READY_TIMEOUT:.0f} s:\n{log.read_text()}")
 
 
+def start_server(
+    group: Children,
+    command: list[str],
+    ready_path: str,
+    env: dict[str, str],
+    log: Path,
+    cpus: str | None,
+) -> str:
+    """Start a server on a free port of 127.0.0.1, wait until it answers; its root URL."""
+    port = free_port()
+    proc = group.start(pinned([*command, "--host", HOST, "--port", str(port)], cpus), env, log)
+    root = f"http://{HOST}:{port}"
+    wait_ready(root + ready_path, proc, log)
+    return root
+
+
 # --- wrk -----------------------------------------------------------------------------------
 
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
@@ -211,14 +242,14 @@ def parse_wrk(output: str) -> Round:
 
 
 def run_wrk(
-    wrk: str, target: Target, key: str, args: argparse.Namespace, duration: float, cpus: str | None
+    wrk: str, target: Target, key: str, args: argparse.Namespace, duration: int, cpus: str | None
 ) -> Round:
     command = pinned(
         [
             wrk,
             f"-t{args.threads}",
             f"-c{args.connections}",
-            f"-d{duration:g}s",
+            f"-d{duration}s",
             "--timeout",
             "5s",
             "--latency",
@@ -310,15 +341,9 @@ def bench(args: argparse.Namespace) -> list[Summary]:
         app = next(a for a in demo["applications"] if a["shape"] == "A" and a["timezone"] == "UTC")
         key, package = app["secret_key"], app["paid_package"]
 
-        api_port = free_port()
-        api_log = tmp / "serve.log"
-        api = group.start(
-            pinned([pkgcat, "serve", "--host", HOST, "--port", str(api_port)], server_cpus),
-            env,
-            api_log,
+        api_root = start_server(
+            group, [pkgcat, "serve"], "/healthz", env, tmp / "serve.log", server_cpus
         )
-        api_root = f"http://{HOST}:{api_port}"
-        wait_ready(f"{api_root}/healthz", api, api_log)
 
         paths = {
             "details": f"/1.0/package/details.json?package={package}",
@@ -332,37 +357,48 @@ def bench(args: argparse.Namespace) -> list[Summary]:
                 raise RuntimeError(f"{name}: HTTP {status}: {body[:300]!r}")
             sizes[name] = len(body)
 
-        base_port = free_port()
-        base_log = tmp / "baseline.log"
-        base = group.start(
-            pinned(
-                [
-                    sys.executable,
-                    str(BENCH_DIR / "baseline_app.py"),
-                    "--host",
-                    HOST,
-                    "--port",
-                    str(base_port),
-                    "--body-bytes",
-                    str(sizes["details"]),
-                ],
-                server_cpus,
-            ),
+        base_root = start_server(
+            group,
+            [
+                sys.executable,
+                str(BENCH_DIR / "baseline_app.py"),
+                "--body-bytes",
+                str(sizes["details"]),
+            ],
+            "/",
             env,
-            base_log,
+            tmp / "baseline.log",
+            server_cpus,
         )
-        base_root = f"http://{HOST}:{base_port}"
-        wait_ready(f"{base_root}/", base, base_log)
         sizes["baseline (bare ASGI)"] = len(fetch(base_root + "/", key)[1])
+
+        variant_targets: list[Target] = []
+        if args.variants:
+            reference = fetch(api_root + paths["details"], key)[1]
+            for n, (label, variant) in enumerate(VARIANTS, 1):
+                root = start_server(
+                    group,
+                    [sys.executable, str(BENCH_DIR / "variants.py"), "--variant", variant],
+                    "/healthz",
+                    env,
+                    tmp / f"variant-{n}.log",
+                    server_cpus,
+                )
+                status, body = fetch(root + paths["details"], key)
+                if status != 200 or body != reference:
+                    raise RuntimeError(f"variant {variant}: answers differently: {body[:300]!r}")
+                sizes[label] = len(body)
+                variant_targets.append(Target(label, root + paths["details"]))
 
         targets = [Target("baseline (bare ASGI)", base_root + paths["details"])]
         targets += [Target(name, api_root + path) for name, path in paths.items()]
+        targets += variant_targets
         pin_note = (
             f"servers on CPU {server_cpus}, wrk on CPU {wrk_cpus}" if server_cpus else "unpinned"
         )
         print(
-            f"wrk -t{args.threads} -c{args.connections}, {args.rounds} x {args.duration:g} s "
-            f"per target after a {args.warmup:g} s warm-up; {pin_note}",
+            f"wrk -t{args.threads} -c{args.connections}, {args.rounds} x {args.duration} s "
+            f"per target after a {args.warmup} s warm-up; {pin_note}",
             file=sys.stderr,
         )
         for target in targets:
@@ -374,32 +410,41 @@ def bench(args: argparse.Namespace) -> list[Summary]:
                 result = run_wrk(wrk, target, key, args, args.duration, wrk_cpus)
                 results[target.name].append(result)
                 print(
-                    f"round {n} {target.name:<26} {result.requests_per_second:>10,.0f} req/s  "
+                    f"round {n} {target.name:<34} {result.requests_per_second:>10,.0f} req/s  "
                     f"p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms",
                     file=sys.stderr,
                 )
-        for proc, log in ((api, api_log), (base, base_log)):
-            if proc.poll() is not None:
-                raise RuntimeError(f"a server died during the run:\n{log.read_text()}")
+        group.check_alive()
         return [summarize(t.name, sizes[t.name], results[t.name]) for t in targets]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="wrk runs per target (median)")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per wrk run")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per target")
+    parser.add_argument("--duration", type=int, default=10, help="whole seconds per wrk run")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="whole seconds of warm-up per target (0: none)"
+    )
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--no-pin", dest="pin", action="store_false", help="do not pin servers and wrk to CPUs"
     )
+    parser.add_argument(
+        "--variants",
+        action="store_true",
+        help="also measure details on the what-if servers of bench/variants.py (adds ~3 minutes)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
-    if args.rounds < 1 or args.duration <= 0:
-        parser.error("--rounds must be at least 1 and --duration positive")
+    if args.rounds < 1 or args.duration < 1 or args.warmup < 0:
+        parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
 
-    summaries = bench(args)
+    try:
+        summaries = bench(args)
+    except KeyboardInterrupt:  # the servers are stopped by then
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     baseline = summaries[0]
     print()
     print(table(summaries, baseline))
