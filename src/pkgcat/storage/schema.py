@@ -34,6 +34,8 @@ sources = Table(
     Column("origin", String(200), nullable=False, server_default=""),
     Column("url", Text, nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    # The repository's own name (Release Label or Origin), shown as source.name when set.
+    Column("label", String(200), nullable=False, server_default=""),
 )
 
 packages = Table(
@@ -61,7 +63,8 @@ packages = Table(
     Column("total_votes", BigInteger, nullable=False, server_default="0"),
     Column("total_value_votes", BigInteger, nullable=False, server_default="0"),
     Column("online", Boolean, nullable=False, server_default="1"),
-    Column("price", String(32), nullable=False, server_default="0.00"),
+    # NULL: no price from the operator yet (free, unless ``commercial``: then not known yet).
+    Column("price", String(32), nullable=True),
     Column("currency", String(3), nullable=False, server_default="USD"),
     Column("icon", Text, nullable=False, server_default=""),
     Column("screenshots", Text, nullable=False, server_default="[]"),
@@ -69,6 +72,55 @@ packages = Table(
     Column("released_at", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
+    # Tagged cydia::commercial by its repository: paid, whatever its price says.
+    Column("commercial", Boolean, nullable=False, server_default="0"),
+    # The package_records row this one was copied from by the last import (NULL: not imported).
+    Column(
+        "record_id",
+        Integer,
+        ForeignKey("package_records.id", name="fk_packages_record_id"),
+        nullable=True,
+    ),
+)
+
+package_records = Table(
+    "package_records",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("package", String(255), nullable=False),
+    Column("version", String(255), nullable=False),
+    Column("architecture", String(64), nullable=False),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("author", Text, nullable=False, server_default=""),
+    Column("maintainer", Text, nullable=False, server_default=""),
+    Column("section", String(255), nullable=False, server_default=""),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("long_description", Text, nullable=False, server_default=""),
+    Column("pre_depends", Text, nullable=False, server_default=""),
+    Column("depends", Text, nullable=False, server_default=""),
+    Column("conflicts", Text, nullable=False, server_default=""),
+    Column("replaces", Text, nullable=False, server_default=""),
+    # The four relation fields parsed: JSON object of field name to OR-groups of relations.
+    Column("relations", Text, nullable=False, server_default="{}"),
+    Column("size", BigInteger, nullable=False, server_default="0"),
+    Column("md5sum", String(32), nullable=False, server_default=""),
+    Column("sha256", String(64), nullable=False, server_default=""),
+    Column("filename", Text, nullable=False, server_default=""),
+    Column("tag", Text, nullable=False, server_default=""),
+    Column("compatible", Text, nullable=False, server_default="[]"),
+    Column("commercial", Boolean, nullable=False, server_default="0"),
+    Column("icon", Text, nullable=False, server_default=""),
+    Column("url", Text, nullable=False, server_default=""),
+    Column("depiction", Text, nullable=False, server_default=""),
+    Column("screenshots", Text, nullable=False, server_default="[]"),
+    # blake2b of the stanza's bytes, keyed by the mapping context: equal means unchanged.
+    Column("fingerprint", String(32), nullable=False),
+    Column("first_seen", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    UniqueConstraint(
+        "source_id", "package", "version", "architecture", name="uq_package_records_key"
+    ),
 )
 
 applications = Table(

@@ -1,0 +1,209 @@
+"""``pkgcat import-repo`` and the operator's ``import-purchases``, ``import-stats``, ``import-prices``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from pkgcat.cli._common import admin, fail, load_settings, print_json, stderr, stdout
+from pkgcat.ingest import (
+    DEPICTION_MODES,
+    ImportOptions,
+    ImportSummary,
+    IngestError,
+    OperatorDataError,
+    Selection,
+    VerificationError,
+    import_repository,
+)
+from pkgcat.ingest.operator_load import Written, import_prices, import_purchases, import_stats
+from pkgcat.ingest.workers import default_jobs
+from pkgcat.storage.admin import CatalogueAdmin
+
+
+@contextmanager
+def _progress(shown: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr when it is a terminal, else no callback at all."""
+    if not shown:
+        yield None
+        return
+    columns = (
+        TextColumn("parsing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("stanzas"),
+        TimeRemainingColumn(),
+    )
+    # Refreshed by the import's own calls, not by a thread of its own: a large import forks
+    # parser processes, and forking a process that runs other threads can deadlock the child.
+    with Progress(*columns, console=stderr, transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("parsing", total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+            bar.refresh()
+
+        yield advance
+
+
+def _print_summary(summary: ImportSummary) -> None:
+    data = summary.as_dict()
+    for index in data["indexes"]:
+        check = f"verified with {index['verified']}" if index["verified"] else "not verified"
+        stdout.print(f"read {index['name']} ({index['bytes']} bytes, {check})", highlight=False)
+    created = " (created)" if summary.source_created else ""
+    stdout.print(f"source {summary.source!r}{created}, {summary.url}", highlight=False)
+    r, p = data["records"], data["packages"]
+    stdout.print(
+        f"records: {r['read']} read, {r['added']} added, {r['updated']} updated, "
+        f"{r['unchanged']} unchanged, {r['removed']} removed, {r['skipped']} skipped",
+        highlight=False,
+    )
+    stdout.print(
+        f"packages: {p['added']} added, {p['updated']} updated, {p['unchanged']} unchanged, "
+        f"{p['set_offline']} set offline",
+        highlight=False,
+    )
+    for skip in data["skipped"]:
+        package = f" {skip['package']}" if skip["package"] else ""
+        stdout.print(
+            f"  skipped {skip['index']}:{skip['line']}{package}: {skip['reason']}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def import_repo(
+    location: Annotated[
+        str,
+        typer.Argument(
+            help="Repository root (a directory or an http(s) address), or one Packages file."
+        ),
+    ],
+    source: Annotated[
+        str, typer.Option("--source", help="Source the packages belong to; created if it is new.")
+    ],
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Public address of the repository: the source's url and the base of relative "
+            "addresses (default: LOCATION when it is an address).",
+        ),
+    ] = None,
+    suite: Annotated[
+        str | None, typer.Option("--suite", help="Suite of a dists/ tree (dists/SUITE/).")
+    ] = None,
+    component: Annotated[
+        list[str] | None,
+        typer.Option("--component", help="Component of a dists/ tree (repeatable; default: all)."),
+    ] = None,
+    architecture: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--architecture", help="binary-ARCH index of a dists/ tree (repeatable; default: all)."
+        ),
+    ] = None,
+    no_verify: Annotated[
+        bool,
+        typer.Option("--no-verify", help="Import an index that differs from its Release's hashes."),
+    ] = False,
+    depictions: Annotated[
+        str,
+        typer.Option(
+            "--depictions",
+            help="Sileo depictions read for screenshots: repo (inside the repository), all, off.",
+        ),
+    ] = "repo",
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Re-read every record, even unchanged ones.")
+    ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", min=1, help="Processes that parse a large index (default: CPUs, at most 4)."
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as one JSON object.")
+    ] = False,
+) -> None:
+    """Import an APT repository's packages into the catalogue (one transaction)."""
+    if depictions not in DEPICTION_MODES:
+        fail(f"--depictions: {depictions!r} is not one of {', '.join(DEPICTION_MODES)}", 2)
+    settings = load_settings()
+    options = ImportOptions(
+        source=source,
+        url=url,
+        selection=Selection(
+            suite=suite, components=tuple(component or ()), architectures=tuple(architecture or ())
+        ),
+        verify=not no_verify,
+        depictions=depictions,  # narrowed by the check against DEPICTION_MODES above
+        refresh=refresh,
+        architectures=settings.architecture_preference,
+        jobs=jobs or default_jobs(),
+    )
+    with admin() as handle, _progress(not as_json and stderr.is_terminal) as progress:
+        try:
+            summary = import_repository(handle.engine, location, options, progress=progress)
+        except VerificationError as error:
+            fail(f"{error}; nothing was imported (--no-verify imports it anyway)")
+        except IngestError as error:
+            fail(f"{error}; nothing was imported")
+    if as_json:
+        print_json(summary.as_dict())
+    else:
+        _print_summary(summary)
+    for warning in summary.warnings:  # on stderr in both modes: stdout stays one JSON document
+        stderr.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+
+
+def _refuse(error: OperatorDataError) -> NoReturn:
+    for problem in error.problems:
+        stderr.print(f"  {problem}", highlight=False, soft_wrap=True)
+    fail(str(error))
+
+
+def _operator_import(
+    kind: str, path: Path, run: Callable[[CatalogueAdmin, Path], Written], as_json: bool
+) -> None:
+    with admin() as handle:
+        try:
+            written = run(handle, path)
+        except OperatorDataError as error:
+            _refuse(error)
+        except OSError as error:
+            fail(f"{path}: cannot be read ({error.strerror})")
+    if as_json:
+        print_json({"file": str(path), **written.as_dict()})
+        return
+    stdout.print(
+        f"{kind}: {written.rows} rows, {written.added} added, {written.updated} updated, "
+        f"{written.unchanged} unchanged",
+        highlight=False,
+    )
+
+
+_FILE = Annotated[Path, typer.Argument(help="A .csv file with a header row, or a .jsonl file.")]
+_JSON = Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")]
+
+
+def purchases_command(file: _FILE, as_json: _JSON = False) -> None:
+    """Load purchases (buyers); all or nothing, idempotent on txn_id."""
+    _operator_import("purchases", file, lambda h, p: import_purchases(h.engine, p), as_json)
+
+
+def stats_command(file: _FILE, as_json: _JSON = False) -> None:
+    """Set packages' download and vote counts; all or nothing."""
+    _operator_import("stats", file, lambda h, p: import_stats(h.engine, p), as_json)
+
+
+def prices_command(file: _FILE, as_json: _JSON = False) -> None:
+    """Set packages' prices and currencies; all or nothing."""
+    _operator_import("prices", file, lambda h, p: import_prices(h.engine, p), as_json)

@@ -1,0 +1,151 @@
+"""Writing the operator's purchases, statistics and prices: one transaction per file.
+
+The transaction opens first, the rows are validated against the catalogue as
+it is inside it (:mod:`pkgcat.ingest.operator_data`), and only a file without
+a single problem is written. Purchases are keyed by ``txn_id``: a purchase
+already recorded with the same details is left alone, one recorded with other
+details (a refund changing its status, say) is updated, so importing the same
+file again changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, bindparam, insert, select, update
+from sqlalchemy.engine import Connection
+
+from pkgcat.ingest import operator_data as data
+from pkgcat.ingest.bulk import executemany
+from pkgcat.storage import schema as t
+
+_PURCHASE_FIELDS = (
+    "source_id", "package_id", "allowed_for", "nickname", "status", "total", "commission",
+    "currency", "purchased_at", "profile_url", "payment_platform",
+)  # fmt: skip
+_CHUNK = 500
+"""Identifiers per ``IN (...)`` lookup: well under every database's parameter limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What an operator-data import did."""
+
+    rows: int
+    added: int
+    updated: int
+    unchanged: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "rows": self.rows,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+        }
+
+
+def _catalogue(db: Connection) -> data.Catalogue:
+    p, s = t.packages, t.sources
+    return data.Catalogue(
+        packages={
+            row.package: (row.id, row.source_id)
+            for row in db.execute(select(p.c.package, p.c.id, p.c.source_id))
+        },
+        sources={row.name: row.id for row in db.execute(select(s.c.name, s.c.id))},
+    )
+
+
+def _in_chunks(keys: list[Any], fetch: Callable[[list[Any]], Any]) -> list[Any]:
+    found: list[Any] = []
+    for start in range(0, len(keys), _CHUNK):
+        found.extend(fetch(keys[start : start + _CHUNK]))
+    return found
+
+
+def import_purchases(engine: Engine, path: Path) -> Written:
+    """Validate every purchase of ``path``, then add the new ones and update the changed ones."""
+    p = t.purchases
+    with engine.begin() as db:
+        rows = data.purchases(path, _catalogue(db))
+        stored = {
+            row.txn_id: tuple(row)[1:]
+            for row in _in_chunks(
+                [r.txn_id for r in rows],
+                lambda ids: db.execute(
+                    select(p.c.txn_id, *(p.c[f] for f in _PURCHASE_FIELDS)).where(
+                        p.c.txn_id.in_(ids)
+                    )
+                ),
+            )
+        }
+        added: list[tuple[Any, ...]] = []
+        changed: list[tuple[Any, ...]] = []
+        for row in rows:
+            values = tuple(getattr(row, f) for f in _PURCHASE_FIELDS)
+            if row.txn_id not in stored:
+                added.append((*values, row.txn_id))
+            elif stored[row.txn_id] != values:
+                changed.append((*values, row.txn_id))
+        names = (*_PURCHASE_FIELDS, "txn_id")
+        executemany(db, insert(p).values({n: bindparam(f"p_{n}") for n in names}), names, added)
+        executemany(
+            db,
+            update(p)
+            .where(p.c.txn_id == bindparam("p_txn_id"))
+            .values({n: bindparam(f"p_{n}") for n in _PURCHASE_FIELDS}),
+            names,
+            changed,
+        )
+    return Written(len(rows), len(added), len(changed), len(rows) - len(added) - len(changed))
+
+
+def _set_columns(
+    engine: Engine,
+    path: Path,
+    validate: Callable[[Path, data.Catalogue], list[Any]],
+    columns: tuple[str, ...],
+) -> Written:
+    """Set ``columns`` of each package the file names to the row's values."""
+    p = t.packages
+    with engine.begin() as db:
+        rows = validate(path, _catalogue(db))
+        current = {
+            row.id: tuple(row)[1:]
+            for row in _in_chunks(
+                [r.package_id for r in rows],
+                lambda ids: db.execute(
+                    select(p.c.id, *(p.c[c] for c in columns)).where(p.c.id.in_(ids))
+                ),
+            )
+        }
+        changed = [
+            (*values, row.package_id)
+            for row in rows
+            if current[row.package_id] != (values := tuple(getattr(row, c) for c in columns))
+        ]
+        names = (*columns, "id")
+        executemany(
+            db,
+            update(p)
+            .where(p.c.id == bindparam("p_id"))
+            .values({c: bindparam(f"p_{c}") for c in columns}),
+            names,
+            changed,
+        )
+    return Written(len(rows), 0, len(changed), len(rows) - len(changed))
+
+
+def import_stats(engine: Engine, path: Path) -> Written:
+    """Set the download and vote counts of each package the file names."""
+    return _set_columns(
+        engine, path, data.stats, ("total_download", "total_votes", "total_value_votes")
+    )
+
+
+def import_prices(engine: Engine, path: Path) -> Written:
+    """Set the price and currency of each package the file names."""
+    return _set_columns(engine, path, data.prices, ("price", "currency"))
