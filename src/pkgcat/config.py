@@ -6,6 +6,7 @@ worker) builds a :class:`Settings` and hands it to :func:`pkgcat.app.create_app`
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -16,6 +17,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Shape = Literal["A", "B"]
 
 DEFAULT_DATABASE_URL = "sqlite:///./pkgcat.db"
+_LIMIT_STORAGES = {"memory", "redis", "rediss", "redis+unix", "redis+sentinel", "redis+cluster"}
+"""The ``limits`` storages whose client library pkgcat installs."""
+DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
+_ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 class Settings(BaseSettings):
@@ -52,6 +57,10 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
     )
+    architectures: str = Field(
+        default=DEFAULT_ARCHITECTURES,
+        description="Architectures in order of preference: which record of a package details shows when its newest version is built for several.",
+    )
 
     @field_validator("shape", mode="before")
     @classmethod
@@ -62,6 +71,33 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         return check_timezone(value)
+
+    @field_validator("architectures")
+    @classmethod
+    def _architecture_list(cls, value: str) -> str:
+        names = [name.strip() for name in value.split(",") if name.strip()]
+        bad = [name for name in names if not _ARCHITECTURE.fullmatch(name)]
+        if not names or bad:
+            raise ValueError(
+                f"{value!r} is not a comma-separated list of architectures "
+                "(example: 'iphoneos-arm64,iphoneos-arm,all')"
+            )
+        return ",".join(names)
+
+    @property
+    def architecture_preference(self) -> tuple[str, ...]:
+        """``architectures`` as a tuple, most preferred first."""
+        return tuple(self.architectures.split(","))
+
+    @field_validator("rate_limit_storage")
+    @classmethod
+    def _known_storage(cls, value: str) -> str:
+        scheme = value.partition("://")[0]
+        if scheme not in _LIMIT_STORAGES:
+            raise ValueError(
+                f"{value!r} is not a rate-limit storage; use memory:// or redis://HOST:PORT"
+            )
+        return value
 
     @field_validator("rate_limit")
     @classmethod

@@ -81,17 +81,21 @@ class Package:
     total_value_votes: int
     """Sum of the 1-5 ratings behind ``total_votes``."""
     online: bool
-    price: Decimal
+    price: Decimal | None
+    """``None`` while a paid package's price is not known yet (see ``commercial``)."""
     currency: str
     icon: str
     screenshots: tuple[str, ...]
     url: str
     released_at: datetime
     """When this version was published (aware, UTC)."""
+    commercial: bool
+    """Tagged ``cydia::commercial`` by its repository: paid even before its price is known."""
 
     @property
     def is_free(self) -> bool:
-        return self.price == 0
+        """A known price of zero; a paid package whose price is not known yet is not free."""
+        return self.price is not None and self.price == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +138,13 @@ class Caller:
     """An authenticated request's application with its effective shape and zone."""
 
     application: Application
-    key_id: int
+    key: KeyRecord
     shape: Shape
     timezone: str
+    now: datetime
+    """When the request arrived."""
+    today: date
+    """The calendar day of ``now`` in ``timezone``: the day the request is counted on."""
 
 
 @dataclass(frozen=True, slots=True)

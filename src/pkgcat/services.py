@@ -1,14 +1,15 @@
 """The use cases behind the three operations: no HTTP, no SQL.
 
-A request first goes through :meth:`CatalogueService.admit` (key check, rate
-limit, usage count), then through one operation. Each method raises a
+A request first goes through :meth:`CatalogueService.authenticate`,
+:meth:`~CatalogueService.limit` and :meth:`~CatalogueService.count`, then
+through one operation. Each method raises a
 :mod:`pkgcat.errors` error for what the caller did wrong.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from pkgcat import keys
@@ -54,46 +55,51 @@ class CatalogueService:
         self._default_timezone = default_timezone
         self._clock = clock
 
-    async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
-        """Check the key, apply the rate limit and count the request for today.
-
-        Raises :class:`Unauthenticated` for a missing, unknown or revoked key and
-        :class:`RateLimited` (not counted) when the application's limit is spent.
-        """
+    async def authenticate(self, secret_key: str | None) -> Caller:
+        """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""
         if not secret_key:
             raise Unauthenticated("secret_key: missing; pass it as ?secret_key= or a Bearer token")
         if not keys.is_well_formed(secret_key):
             raise Unauthenticated("secret_key: not a valid secret key")
         key_hash = keys.hash_key(secret_key)
+        # Looked up by its hash: a timing difference could only tell an attacker about
+        # hashes, never about keys; the stored hash is then compared in constant time.
         record = await self._store.find_key(key_hash)
         if record is None or not keys.same_hash(record.key_hash, key_hash):
             raise Unauthenticated("secret_key: unknown or revoked secret key")
         app = record.application
-        caller = Caller(
+        timezone = app.timezone or self._default_timezone
+        now = self._clock()
+        return Caller(
             application=app,
-            key_id=record.id,
+            key=record,
             shape=app.shape or self._default_shape,
-            timezone=app.timezone or self._default_timezone,
+            timezone=timezone,
+            now=now,
+            # Read once per request: the day it is counted on is the day it reports.
+            today=now.astimezone(ZoneInfo(timezone)).date(),
         )
-        decision = self._limiter.hit(app.id)
+
+    def limit(self, caller: Caller) -> RateDecision:
+        """Spend one request of the application's limit; :class:`RateLimited` when none is left."""
+        decision = self._limiter.hit(caller.application.id)
         if not decision.allowed:
             raise RateLimited(decision)
-        now = self._clock()
-        await self._counter.increment(app.id, self.today(caller, now))
-        seconds = int(now.timestamp())
-        if record.last_used_at is None or seconds - record.last_used_at >= TOUCH_INTERVAL:
-            await self._store.touch_key(record.id, seconds)
-        return caller, decision
+        return decision
 
-    def today(self, caller: Caller, now: datetime | None = None) -> date:
-        """The caller's current calendar day in its time zone."""
-        return (now or self._clock()).astimezone(ZoneInfo(caller.timezone)).date()
+    async def count(self, caller: Caller) -> None:
+        """Count the request on the caller's today; durable when this returns."""
+        seconds = int(caller.now.timestamp())
+        last_used = caller.key.last_used_at
+        if last_used is None or seconds - last_used >= TOUCH_INTERVAL:
+            await self._store.touch_key(caller.key, seconds)  # committed with the count
+        await self._counter.increment(caller.application.id, caller.today)
 
     async def usage(self, caller: Caller, days: int = DAYS_DEFAULT) -> list[UsageDay]:
         """Today and the ``days`` before it, oldest first, days without requests at 0."""
         if not 1 <= days <= DAYS_MAX:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
-        last = self.today(caller)
+        last = caller.today
         first = last - timedelta(days=days)
         counts = await self._store.usage(caller.application.id, first, last)
         return [
@@ -103,6 +109,7 @@ class CatalogueService:
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""
+        package_id = package_id.strip()
         if not package_id:
             raise InvalidArgument("package", "missing; give a package identifier")
         package = await self._store.package(package_id)

@@ -11,8 +11,9 @@ Every date is given in the application's time zone.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -40,24 +41,20 @@ def _amount(value: Decimal) -> str:
     return format(value, "f")
 
 
+@lru_cache(maxsize=8192)
+def _midnight(day: date, shape: Shape, zone: ZoneInfo) -> str:
+    """Midnight of ``day`` in ``zone`` as each shape writes it (the same few days recur)."""
+    if shape == "A":
+        return datetime(day.year, day.month, day.day, tzinfo=zone).isoformat()
+    return datetime(day.year, day.month, day.day).strftime(_B_USAGE_DATE)
+
+
 def usage_body(days: list[UsageDay], shape: Shape, zone: ZoneInfo) -> list[dict[str, Any]]:
     """Usage entries (spec 2.1), oldest first; midnight of each day in the zone."""
-    if shape == "A":
-        return [
-            {
-                "date": datetime(d.day.year, d.day.month, d.day.day, tzinfo=zone).isoformat(),
-                "usage": d.count,
-            }
-            for d in days
-        ]
     entries: list[dict[str, Any]] = [
-        {
-            "date": datetime(d.day.year, d.day.month, d.day.day).strftime(_B_USAGE_DATE),
-            "usage": d.count,
-        }
-        for d in days
+        {"date": _midnight(d.day, shape, zone), "usage": d.count} for d in days
     ]
-    if entries:
+    if shape == "B" and entries:
         entries[-1]["usage"] = str(entries[-1]["usage"])
     return entries
 
@@ -99,7 +96,8 @@ def package_body(package: Package, shape: Shape, zone: ZoneInfo) -> dict[str, An
         "total_votes": str(package.total_votes),
         "total_value_votes": str(package.total_value_votes),
         "online": "1" if package.online else "0",
-        "price": _amount(package.price),
+        # A paid package whose price the operator has not given yet: "" (docs/api.md, decision 4).
+        "price": "" if package.price is None else _amount(package.price),
         "currency": package.currency,
         "source": source,
         "icon": _address(package.icon, shape),

@@ -139,6 +139,12 @@ def test_revoking_needs_an_unambiguous_prefix(admin: CatalogueAdmin, api: Api) -
     assert admin.revoke_key("pkc_TEST0002").revoked_at is not None
     with pytest.raises(AdminError, match="no live key"):
         admin.revoke_key("pkc_TEST0002")
+    # Case matters and '_' is no wildcard: neither may reach another application's key.
+    with pytest.raises(AdminError, match="no live key"):
+        admin.revoke_key("pkc_test0001")
+    with pytest.raises(AdminError, match="no live key"):
+        admin.revoke_key("pkc_TEST_001")
+    assert admin.revoke_key("pkc_TEST0001").prefix == "pkc_TEST0001"
 
 
 def test_new_keys_are_distinct() -> None:

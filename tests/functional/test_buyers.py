@@ -146,3 +146,11 @@ def test_own_offline_paid_package_still_lists_its_buyers(api: Api) -> None:
 def test_unknown_package_is_code_8(api: Api) -> None:
     response = api.get(BUYERS, api.keys["alpha-a"], package="com.none")
     assert response.json()["code"] == 8
+
+
+def test_buyer_dates_are_in_the_application_zone(admin: CatalogueAdmin, api: Api) -> None:
+    issued = admin.load(applications=[f.application(5, 1, "alpha-paris", timezone="Europe/Paris")])
+    body = api.get(BUYERS, issued[5].secret_key, package="com.alpha.paid").json()["response"]
+    # P-NEW was bought at 12:00 UTC on 30 March 2024: 13:00 in Paris, still on winter time.
+    assert body["buyers"][0]["txn_id"] == "P-NEW"
+    assert body["buyers"][0]["date"] == "2024-03-30T13:00:00+01:00"

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from pkgcat.app import create_app
 from pkgcat.cli import app as cli
 from pkgcat.config import Settings
+from pkgcat.storage.migrate import head_revision
 
 
 @pytest.fixture
@@ -161,6 +162,30 @@ def test_errors_are_one_clear_line(run: Any, args: list[str], code: int, message
     assert "Traceback" not in result.output
 
 
+def test_names_are_printed_as_given_never_read_as_markup(run: Any) -> None:
+    added = run("source", "add", "[/]Odd [red]name", "--url", "https://odd.example/")
+    assert added.exit_code == 0, added.output
+    assert "[/]Odd [red]name" in added.stdout
+    missing = run("app", "create", "--source", "[/x]", "--name", "a")
+    assert missing.exit_code == 1
+    assert "no source named '[/x]'" in missing.stderr
+
+
+@pytest.mark.parametrize("url", ["gamma.example", "ftp://gamma.example/", ""])
+def test_a_source_needs_an_http_address(run: Any, url: str) -> None:
+    result = run("source", "add", "Gamma", "--url", url)
+    assert result.exit_code == 1
+    assert "is not an http:// or https:// address" in result.stderr
+
+
+def test_database_passwords_are_never_printed(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PKGCAT_DATABASE_URL", "postgresql://seller:s3cr3tpw@127.0.0.1:1/none")
+    result = run("db", "upgrade")
+    assert result.exit_code == 1
+    assert "cannot migrate postgresql://seller:***@127.0.0.1:1/none" in result.stderr
+    assert "s3cr3tpw" not in result.output
+
+
 def test_bad_settings_name_the_variable(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PKGCAT_SHAPE", "Z")
     result = run("db", "upgrade")
@@ -171,4 +196,4 @@ def test_bad_settings_name_the_variable(run: Any, monkeypatch: pytest.MonkeyPatc
 def test_db_upgrade_reports_the_revision(run: Any) -> None:
     result = run("db", "upgrade")
     assert result.exit_code == 0
-    assert "revision 0001" in result.stdout
+    assert f"revision {head_revision()}" in result.stdout

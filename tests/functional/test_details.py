@@ -143,3 +143,11 @@ def test_unicode_fields_survive(admin: CatalogueAdmin, api: Api) -> None:
 def test_deployment_shape_b(make_api: AppFactory) -> None:
     api = make_api(shape="B")
     assert "sha256" not in details(api, "alpha-a", "com.alpha.paid")
+
+
+def test_shape_b_dates_are_in_the_application_zone(admin: CatalogueAdmin, api: Api) -> None:
+    issued = admin.load(
+        applications=[f.application(5, 1, "b-paris", shape="B", timezone="Europe/Paris")]
+    )
+    body = api.get(DETAILS, issued[5].secret_key, package="com.alpha.paid").json()["response"]
+    assert body["date"] == "2024-03-10 13:00:00"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
-from tests.conftest import AppFactory
+from tests.conftest import Api, AppFactory
 
 USAGE = "/1.0/application/usage.json"
 DETAILS = "/1.0/package/details.json"
@@ -41,9 +43,21 @@ def test_the_limit_is_shared_by_the_three_operations_and_refusals_are_not_counte
         assert body["response"].startswith("rate limit exceeded")
         assert 1 <= int(refused.headers["retry-after"]) <= 60
         assert refused.headers["ratelimit-remaining"] == "0"
-    # Another application has its own limit; the refused requests were never counted.
-    other = make_api(rate_limit="5/minute")
-    assert other.get(USAGE, api.keys["alpha-b"], days=1).status_code == 200
+    # The refused requests were never counted...
+    assert stored_count(api, 1) == 5
+    # ...and another application of the same server has a limit of its own.
+    assert api.get(USAGE, api.keys["alpha-b"], days=1).headers["ratelimit-remaining"] == "4"
+
+
+def stored_count(api: Api, application_id: int) -> int:
+    """What the database holds, read as another process would."""
+    store = api.http.app.service._store  # type: ignore[attr-defined]  # the app under test
+    with sqlite3.connect(store._path) as db:
+        (count,) = db.execute(
+            "SELECT coalesce(sum(count), 0) FROM usage_days WHERE application_id = ?",
+            (application_id,),
+        ).fetchone()
+    return int(count)
 
 
 def test_default_limit_is_3600_per_hour(make_api: AppFactory) -> None:
@@ -58,6 +72,13 @@ def test_unauthenticated_requests_do_not_spend_the_limit(make_api: AppFactory) -
     for _ in range(5):
         assert api.get(USAGE, "pkc_" + "z" * 40).status_code == 401
     assert api.get(USAGE, api.keys["alpha-a"]).headers["ratelimit-remaining"] == "1"
+
+
+def test_an_unknown_limit_storage_is_refused_by_the_settings(make_api: AppFactory) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="not a rate-limit storage"):
+        make_api(rate_limit_storage="bogus://x")
 
 
 @pytest.mark.parametrize("value", ["lots", "5/fortnight", "-1/minute"])

@@ -120,3 +120,16 @@ def test_deployment_time_zone_applies_to_applications_without_one(
     assert entries[-1]["date"] == "2024-06-30T00:00:00-04:00"
     paris = api.get(USAGE, api.keys["beta-paris"], days=1).json()["response"]
     assert paris[-1]["date"] == "2024-07-01T00:00:00+02:00"
+
+
+def test_requests_are_counted_on_the_application_zone_day(api: Api, clock: Clock) -> None:
+    # 23:30 UTC on 30 March is 31 March in Paris: the count lands on each zone's own day.
+    clock.now = datetime(2024, 3, 30, 23, 30, tzinfo=UTC)
+    for _ in range(2):
+        api.get("/1.0/package/details.json", api.keys["beta-paris"], package="com.alpha.paid")
+    clock.now = datetime(2024, 3, 31, 9, 0, tzinfo=UTC)
+    entries = api.get(USAGE, api.keys["beta-paris"], days=1).json()["response"]
+    assert [(e["date"], e["usage"]) for e in entries] == [
+        ("2024-03-30T00:00:00+01:00", 0),
+        ("2024-03-31T00:00:00+01:00", 3),
+    ]

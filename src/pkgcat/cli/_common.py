@@ -10,6 +10,9 @@ import orjson
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from pkgcat.config import Settings
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
@@ -21,7 +24,7 @@ stderr = Console(stderr=True)
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One clear line on stderr, then exit with ``code``."""
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -43,8 +46,16 @@ def migrated(settings: Settings) -> Settings:
     try:
         upgrade(settings.database_url)
     except Exception as error:  # the driver's own message names the file or server
-        fail(f"cannot migrate {settings.database_url}: {error}")
+        fail(f"cannot migrate {shown_url(settings.database_url)}: {error}")
     return settings
+
+
+def shown_url(database_url: str) -> str:
+    """A database URL fit for a terminal or a log: any password masked."""
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unreadable PKGCAT_DATABASE_URL)"
 
 
 @contextmanager

@@ -31,6 +31,7 @@ def show_key(issued: IssuedKey, as_json: bool) -> None:
     stdout.print(
         f"application {app_.name!r} of {issued.source.name!r} "
         f"(shape {record['shape']}, time zone {record['timezone']})",
+        markup=False,
         highlight=False,
     )
     stdout.print(f"secret key (shown once, store it now): [bold]{issued.secret_key}[/]")

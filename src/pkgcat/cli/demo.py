@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from pkgcat import demo as catalogue
-from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
+from pkgcat.cli._common import admin, fail, load_settings, print_json, shown_url, stdout
 from pkgcat.config import Settings
+from pkgcat.storage.admin import AdminError
 
 
 def _curl(base_url: str, key: str, path: str) -> str:
@@ -51,11 +52,17 @@ def demo(
         if not handle.is_empty() and not force:
             if not reuse:
                 fail(
-                    f"{settings.database_url} holds a catalogue already; "
+                    f"{shown_url(settings.database_url)} holds a catalogue already; "
                     "--force replaces it, --reuse keeps it and prints a fresh demo key"
                 )
             first = plan.apps[0]
-            issued = handle.create_key(first.source, first.name)
+            try:
+                issued = handle.create_key(first.source, first.name)
+            except AdminError:
+                fail(
+                    f"{shown_url(settings.database_url)} holds a catalogue that is not the demo's "
+                    f"(no application {first.name!r} of {first.source!r}); --force replaces it"
+                )
             if as_json:
                 print_json({"applications": [_record(first, settings, issued.secret_key)]})
                 return

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from pkgcat.cli._common import admin, print_json, stdout
@@ -56,8 +57,8 @@ def list_keys(
     for r in rows:
         table.add_row(
             r.prefix,
-            r.source,
-            r.application,
+            escape(r.source),
+            escape(r.application),
             _when(r.created_at),
             _when(r.last_used_at),
             _when(r.revoked_at),
@@ -72,4 +73,8 @@ def revoke(
     """Revoke a key: requests with it get code 5 from then on."""
     with admin() as handle:
         info = handle.revoke_key(prefix)
-    stdout.print(f"revoked {info.prefix} of {info.application!r} ({info.source})", highlight=False)
+    stdout.print(
+        f"revoked {info.prefix} of {info.application!r} ({info.source})",
+        markup=False,
+        highlight=False,
+    )

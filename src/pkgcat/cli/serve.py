@@ -20,11 +20,12 @@ def serve(
     workers: Annotated[int | None, typer.Option(help="Worker processes [PKGCAT_WORKERS].")] = None,
 ) -> None:
     """Migrate the database, then serve the API until interrupted."""
-    settings = migrated(load_settings(host=host, port=port, workers=workers))
+    settings = load_settings(host=host, port=port, workers=workers)
     try:
         create_app(settings)  # fail here, in one line, rather than in every worker
-    except ValueError as error:
+    except Exception as error:  # any setting the app cannot be built from
         fail(str(error), 2)
+    migrated(settings)
     if settings.workers > 1 and settings.rate_limit_storage.startswith("memory"):
         stderr.print(
             "warning: with several workers and PKGCAT_RATE_LIMIT_STORAGE=memory://, each worker "

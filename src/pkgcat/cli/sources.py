@@ -20,4 +20,4 @@ def add(
     """Add a source."""
     with admin() as handle:
         source = handle.add_source(name, url=url, origin=origin)
-    stdout.print(f"source {source.name!r} added (id {source.id})", highlight=False)
+    stdout.print(f"source {source.name!r} added (id {source.id})", markup=False, highlight=False)

@@ -45,7 +45,9 @@ def _parse_query(raw: bytes) -> tuple[Query, set[str]]:
     """The query's parameters, and the names given more than once."""
     query: Query = {}
     repeated: set[str] = set()
-    for name, value in parse_qsl(raw.decode("latin-1"), keep_blank_values=True, errors="replace"):
+    # Clients should percent-encode; raw non-ASCII bytes are read as UTF-8 all the same.
+    text = raw.decode("utf-8", "replace")
+    for name, value in parse_qsl(text, keep_blank_values=True, errors="replace"):
         if name in query:
             repeated.add(name)
         query[name] = value
@@ -129,8 +131,9 @@ class ApiApp:
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
-            caller, decision = await self.service.admit(key)
-            rate = _rate_headers(decision)
+            caller = await self.service.authenticate(key)
+            rate = _rate_headers(self.service.limit(caller))
+            await self.service.count(caller)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
             response: Any = await handler(self.service, caller, query)

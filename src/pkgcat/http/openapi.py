@@ -21,7 +21,8 @@ ISO_MIDNIGHT = r"^\d{4}-\d{2}-\d{2}T00:00:00[+-]\d{2}:\d{2}$"
 B_USAGE_DATE = r"^\d{2}-\d{2}-\d{4} 00:00:00$"
 B_DATE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"
 DIGITS = r"^\d+$"
-DECIMAL = r"^\d+(\.\d+)?$"
+DECIMAL = r"^\d+\.\d{2,}$"
+"""Amounts: a point and at least two decimals (shapes.py writes them so)."""
 CURRENCY = r"^[A-Z]{3}$"
 
 
@@ -49,6 +50,8 @@ def _ref(name: str) -> Schema:
 def _package(shape: str) -> Schema:
     a = shape == "A"
     address = r"^https://" if a else r"^http://"
+    # A repository may give no icon or page for a package: then the field is empty.
+    optional_address = r"^(https://|$)" if a else r"^(http://|$)"
     props: dict[str, Schema] = {
         "package": _string("Identifier, reverse-domain style."),
         "name": _string("Display name."),
@@ -73,7 +76,10 @@ def _package(shape: str) -> Schema:
     props["size"] = _string("Size of the .deb file in bytes.", DIGITS)
     props["md5sum"] = _string("MD5 of the .deb file.", r"^[0-9a-f]{32}$")
     if a:
-        props["sha256"] = _string("SHA-256 of the .deb file (shape A only).", r"^[0-9a-f]{64}$")
+        props["sha256"] = _string(
+            "SHA-256 of the .deb file (shape A only); '' when the repository lists none.",
+            r"^([0-9a-f]{64})?$",
+        )
     props |= {
         "long_description": _string("Long description."),
         "compatible": {
@@ -89,15 +95,18 @@ def _package(shape: str) -> Schema:
         "online": _string(
             "'1' online; '0' offline (seen only by the package's own source).", r"^[01]$"
         ),
-        "price": _string("Price; '0.00' for a free package.", DECIMAL),
+        "price": _string(
+            "Price; '0.00' for a free package; '' for a paid package whose price is not known yet.",
+            r"^(\d+\.\d{2,})?$",
+        ),
         "currency": _string("ISO 4217 currency code.", CURRENCY),
         "source": _ref(f"Source{shape}"),
-        "icon": _string("Address of the icon.", address),
+        "icon": _string("Address of the icon; '' when there is none.", optional_address),
         "screenshots": {
             "type": "array",
             "items": _string("Address of a screenshot.", address),
         },
-        "url": _string("Address of the package page.", address),
+        "url": _string("Address of the package page; '' when there is none.", optional_address),
     }
     return _object(props, f"Package details, shape {shape} (spec 2.2).")
 
@@ -217,6 +226,12 @@ def _error(error: type[ApiError], description: str) -> Schema:
     headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
     if error.code == 13:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
+    if error.code == 7:
+        headers["Allow"] = {
+            "schema": {"type": "string", "const": "GET"},
+            "required": True,
+            "description": "The one method the API paths accept.",
+        }
     return {
         "description": f"code {error.code}: {description}",
         "headers": headers,

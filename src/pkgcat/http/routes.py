@@ -29,27 +29,20 @@ def integer(query: Query, name: str, default: int) -> int:
     return int(text)
 
 
-def package_id(query: Query) -> str:
-    value = query.get("package", "").strip()
-    if not value:
-        raise InvalidArgument("package", "missing; give a package identifier")
-    return value
-
-
 async def usage(service: CatalogueService, caller: Caller, query: Query) -> Any:
     days = await service.usage(caller, integer(query, "days", DAYS_DEFAULT))
     return shapes.usage_body(days, caller.shape, ZoneInfo(caller.timezone))
 
 
 async def details(service: CatalogueService, caller: Caller, query: Query) -> Any:
-    package = await service.package_details(caller, package_id(query))
+    package = await service.package_details(caller, query.get("package", ""))
     return shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone))
 
 
 async def buyers(service: CatalogueService, caller: Caller, query: Query) -> Any:
     limit = integer(query, "limit", LIMIT_DEFAULT)
     page = integer(query, "page", 1)
-    result = await service.buyers(caller, package_id(query), limit=limit, page=page)
+    result = await service.buyers(caller, query.get("package", ""), limit=limit, page=page)
     return shapes.buyers_body(result, caller.shape, ZoneInfo(caller.timezone))
 
 

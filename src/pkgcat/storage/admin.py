@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import (
     ColumnElement,
@@ -33,6 +34,13 @@ from pkgcat.storage import schema as t
 
 class AdminError(ValueError):
     """An operator request that cannot be carried out; the message says why."""
+
+
+def check_address(url: str, what: str) -> None:
+    """Refuse anything but an absolute http(s) address: the API serves them as links."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise AdminError(f"{what}: {url!r} is not an http:// or https:// address")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +99,9 @@ class CatalogueAdmin:
     # Sources ---------------------------------------------------------------
 
     def add_source(self, name: str, url: str, origin: str = "") -> Source:
+        if not name.strip():
+            raise AdminError("a source needs a name")
+        check_address(url, "--url")
         with self.engine.begin() as db:
             if db.execute(select(t.sources.c.id).where(t.sources.c.name == name)).first():
                 raise AdminError(f"source {name!r} exists already")
@@ -171,10 +182,13 @@ class CatalogueAdmin:
                 f"give at least {len(keys.KEY_PREFIX) + 4} characters of the key prefix "
                 "(as 'pkgcat key list' shows it)"
             )
+        wanted = prefix[: keys.DISPLAY_PREFIX_LENGTH]
         with self.engine.begin() as db:
             rows = db.execute(
                 select(t.secret_keys.c.id, t.secret_keys.c.prefix).where(
-                    t.secret_keys.c.prefix.startswith(prefix[: keys.DISPLAY_PREFIX_LENGTH]),
+                    # Exact and case-sensitive: LIKE (startswith) would fold case in
+                    # SQLite and read '_' as a wildcard, and could revoke another key.
+                    func.substr(t.secret_keys.c.prefix, 1, len(wanted)) == wanted,
                     t.secret_keys.c.revoked_at.is_(None),
                 )
             ).all()

@@ -21,8 +21,8 @@ class CatalogueStore(Protocol):
         """The live (not revoked) key with this hash, with its application."""
         ...
 
-    async def touch_key(self, key_id: int, when: int) -> None:
-        """Record that the key was used at ``when`` (unix seconds)."""
+    async def touch_key(self, record: KeyRecord, when: int) -> None:
+        """Record that the key was used at ``when`` (unix seconds); durable with the next count."""
         ...
 
     async def package(self, package_id: str) -> Package | None:

@@ -13,6 +13,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -41,7 +42,17 @@ def current_revision(database_url: str) -> str | None:
 
 
 def upgrade(database_url: str) -> None:
-    """Apply every migration the database lacks (a no-op when it is current)."""
-    if current_revision(database_url) == head_revision():
-        return
-    command.upgrade(alembic_config(database_url), "head")
+    """Apply every migration the database lacks (a no-op when it is current).
+
+    A SQLite file is also put in WAL mode, which the file keeps: the server's
+    readers then never wait for a writer, and no request has to switch the mode.
+    """
+    if current_revision(database_url) != head_revision():
+        command.upgrade(alembic_config(database_url), "head")
+    if make_url(database_url).get_backend_name() == "sqlite":
+        engine = create_engine(database_url)
+        try:
+            with engine.connect() as connection:
+                connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+        finally:
+            engine.dispose()

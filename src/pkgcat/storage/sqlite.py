@@ -12,7 +12,9 @@ loss can lose the last transactions (SQLite's documented WAL trade-off).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -34,15 +36,16 @@ SELECT p.id, p.package, p.name, p.version, p.architecture, p.author, p.section,
        p.replaces, p.size, p.md5sum, p.sha256, p.compatible, p.total_download,
        p.total_votes, p.total_value_votes, p.online, p.price, p.currency, p.icon,
        p.screenshots, p.url, p.released_at,
-       s.id, s.name, s.origin, s.url
+       s.id, COALESCE(NULLIF(s.label, ''), s.name), s.origin, s.url, p.commercial
 FROM packages AS p JOIN sources AS s ON s.id = p.source_id
 WHERE p.package = ?
 """
 
 # A package's buyers: its own purchases and those of its whole source.
+# Counted as two index-only scans: an OR would visit the rows of both indexes.
 _BUYERS_COUNT = """
-SELECT count(*) FROM purchases
-WHERE package_id = ? OR (source_id = ? AND allowed_for = 'source')
+SELECT (SELECT count(*) FROM purchases WHERE package_id = ?)
+     + (SELECT count(*) FROM purchases WHERE source_id = ? AND allowed_for = 'source')
 """
 _BUYERS_PAGE = """
 SELECT nickname, status, total, commission, currency, purchased_at, txn_id,
@@ -59,8 +62,8 @@ WHERE application_id = ? AND day >= ? AND day <= ?
 """
 
 _INCREMENT = """
-INSERT INTO usage_days (application_id, day, count) VALUES (?, ?, 1)
-ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + 1
+INSERT INTO usage_days (application_id, day, count) VALUES (?, ?, ?)
+ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
 """
 
 _TOUCH_KEY = "UPDATE secret_keys SET last_used_at = ? WHERE id = ?"
@@ -76,18 +79,46 @@ def sqlite_path(database_url: str) -> str:
     return url.database
 
 
+BUSY_TIMEOUT_MS = 20
+"""How long one statement may block the event loop waiting for the write lock.
+
+Longer waits (an import's transaction, another worker's commit) are retried
+asynchronously by the group commit, so other requests keep being served.
+"""
+
+
 def connect(path: str) -> sqlite3.Connection:
     """A connection in autocommit mode with the pragmas the request path relies on."""
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")
+    (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+    if str(mode).lower() != "wal":
+        connection.close()
+        raise RuntimeError(
+            f"{path}: SQLite refused WAL mode ({mode!r}); the request path needs it "
+            "(a network file system cannot host the database)"
+        )
     connection.execute("PRAGMA synchronous=NORMAL")
-    connection.execute("PRAGMA busy_timeout=5000")
+    connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     connection.execute("PRAGMA foreign_keys=ON")
     return connection
 
 
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
+
+
 def _utc(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
+
+
+_FREE = Decimal("0.00")
+
+
+def _price(stored: str | None, commercial: bool) -> Decimal | None:
+    """The operator's price; without one, free unless the repository marks the package paid."""
+    if stored is not None:
+        return Decimal(stored)
+    return None if commercial else _FREE
 
 
 def _package(row: tuple[Any, ...]) -> Package:
@@ -113,13 +144,14 @@ def _package(row: tuple[Any, ...]) -> Package:
         total_votes=row[18],
         total_value_votes=row[19],
         online=bool(row[20]),
-        price=Decimal(row[21]),
+        price=_price(row[21], bool(row[31])),
         currency=row[22],
         icon=row[23],
         screenshots=tuple(orjson.loads(row[24])),
         url=row[25],
         released_at=_utc(row[26]),
         source=Source(id=row[27], name=row[28], origin=row[29], url=row[30]),
+        commercial=bool(row[31]),
     )
 
 
@@ -141,13 +173,38 @@ def _purchase(row: tuple[Any, ...]) -> Purchase:
 class SqliteCatalogue:
     """:class:`~pkgcat.storage.interfaces.CatalogueStore` and ``UsageCounter`` on one SQLite file.
 
-    The connection opens on first use, so an instance can be built before a
-    server forks its workers.
+    One instance serves one event loop (a server worker): the connection opens
+    on first use, so an instance can be built before a server forks.
+
+    Caching: keys and packages read here are kept in memory and dropped as a
+    whole as soon as SQLite's ``data_version`` says another connection (an
+    import, a revocation, a price change, another worker's counts) committed
+    to the file. A request never sees a record older than the last commit made
+    before it started.
+
+    Counting: :meth:`increment` joins the counts of the requests that reach it
+    in the same turn of the event loop, with any pending last-used times, and
+    commits them in one transaction (group commit); each caller resumes only
+    once its count is committed. While another connection holds the write
+    lock, the commit is retried without blocking the loop, for up to
+    ``busy_budget`` seconds; then the waiting requests fail (code 15).
     """
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(
+        self, database_url: str, *, cache_size: int = 10_000, busy_budget: float = 10.0
+    ) -> None:
         self._path = sqlite_path(database_url)
         self._connection: sqlite3.Connection | None = None
+        self._cache_size = cache_size
+        self._busy_budget = busy_budget
+        self._data_version = -1
+        self._keys: dict[str, KeyRecord] = {}
+        self._packages: dict[str, Package] = {}
+        self._counts: dict[tuple[int, str], int] = {}
+        self._touches: dict[int, int] = {}
+        self._committed: asyncio.Future[None] | None = None
+        self._busy_since: float | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -155,21 +212,51 @@ class SqliteCatalogue:
             self._connection = connect(self._path)
         return self._connection
 
+    def _revalidate(self) -> None:
+        """Drop every cached record if anyone else has committed since the last look."""
+        (version,) = self._db.execute("PRAGMA data_version").fetchone()
+        if version != self._data_version:
+            self._data_version = version
+            self._keys.clear()
+            self._packages.clear()
+
+    def _remember(self, cache: dict[str, Any], key: str, value: object) -> None:
+        if len(cache) >= self._cache_size:
+            cache.clear()  # a crude bound: a full cache starts over
+        cache[key] = value
+
     async def find_key(self, key_hash: str) -> KeyRecord | None:
+        # The first store call of every request: the place to look for changes.
+        self._revalidate()
+        cached = self._keys.get(key_hash)
+        if cached is not None:
+            return cached
         row = self._db.execute(_FIND_KEY, (key_hash,)).fetchone()
         if row is None:
-            return None
+            return None  # unknown keys are not cached: they would fill memory
         application = Application(
             id=row[3], source_id=row[4], name=row[5], shape=row[6], timezone=row[7]
         )
-        return KeyRecord(id=row[0], key_hash=row[1], last_used_at=row[2], application=application)
+        record = KeyRecord(id=row[0], key_hash=row[1], last_used_at=row[2], application=application)
+        self._remember(self._keys, key_hash, record)
+        return record
 
-    async def touch_key(self, key_id: int, when: int) -> None:
-        self._db.execute(_TOUCH_KEY, (when, key_id))
+    async def touch_key(self, record: KeyRecord, when: int) -> None:
+        # Written with the next group commit; the cached copy knows at once.
+        self._touches[record.id] = when
+        if record.key_hash in self._keys:
+            self._keys[record.key_hash] = replace(record, last_used_at=when)
 
     async def package(self, package_id: str) -> Package | None:
+        cached = self._packages.get(package_id)
+        if cached is not None:
+            return cached
         row = self._db.execute(_PACKAGE, (package_id,)).fetchone()
-        return None if row is None else _package(row)
+        if row is None:
+            return None
+        package = _package(row)
+        self._remember(self._packages, package_id, package)
+        return package
 
     async def buyers(
         self, package_row_id: int, source_id: int, limit: int, offset: int
@@ -191,7 +278,68 @@ class SqliteCatalogue:
         return {date.fromisoformat(day): count for day, count in rows}
 
     async def increment(self, application_id: int, day: date) -> None:
-        self._db.execute(_INCREMENT, (application_id, day.isoformat()))
+        key = (application_id, day.isoformat())
+        self._counts[key] = self._counts.get(key, 0) + 1
+        committed = self._committed
+        if committed is None:
+            loop = asyncio.get_running_loop()
+            if self._loop is None:
+                self._loop = loop
+            elif loop is not self._loop:
+                raise RuntimeError("one SqliteCatalogue serves one event loop; build one per loop")
+            committed = self._committed = loop.create_future()
+            # Runs after the callbacks already queued: the requests of this turn join in.
+            loop.call_soon(self._commit)
+        # Shielded: one caller going away must not cancel the others' commit.
+        await asyncio.shield(committed)
+
+    def _commit(self) -> None:
+        """Commit every pending count and last-used time in one transaction."""
+        committed = self._committed
+        assert committed is not None
+        try:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(_INCREMENT, [(a, d, n) for (a, d), n in self._counts.items()])
+                db.executemany(_TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
+                db.execute("COMMIT")
+            finally:
+                # A failed statement, or a failed COMMIT, must not leave the
+                # transaction (and the write lock) open.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+        except sqlite3.OperationalError as error:
+            if _is_busy(error) and self._retry_later():
+                return
+            self._finish(committed, error)
+        except Exception as error:
+            self._finish(committed, error)
+        else:
+            self._finish(committed, None)
+
+    def _retry_later(self) -> bool:
+        """Try the commit again soon, unless the write lock has been busy for too long."""
+        assert self._loop is not None
+        now = self._loop.time()
+        if self._busy_since is None:
+            self._busy_since = now
+        waited = now - self._busy_since
+        if waited >= self._busy_budget:
+            return False
+        # Requests arriving meanwhile join the pending counts and wait on the same commit.
+        self._loop.call_later(min(0.001 * 2 ** min(int(waited * 20), 6), 0.05), self._commit)
+        return True
+
+    def _finish(self, committed: asyncio.Future[None], error: Exception | None) -> None:
+        self._committed = None
+        self._busy_since = None
+        self._counts = {}
+        self._touches = {}
+        if error is None:
+            committed.set_result(None)
+        else:
+            committed.set_exception(error)
 
     async def close(self) -> None:
         if self._connection is not None:

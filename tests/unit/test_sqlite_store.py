@@ -1,0 +1,116 @@
+"""The SQLite store's group commit: durable counts, a busy write lock, failures, loops."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import date
+
+import pytest
+
+from pkgcat.storage.sqlite import SqliteCatalogue, sqlite_path
+
+DAY = date(2024, 3, 31)
+
+
+def stored(database_url: str) -> int:
+    with sqlite3.connect(sqlite_path(database_url)) as db:
+        (count,) = db.execute("SELECT coalesce(sum(count), 0) FROM usage_days").fetchone()
+    return int(count)
+
+
+def hold_write_lock(database_url: str) -> sqlite3.Connection:
+    """Another connection in the middle of a write transaction (an import, another worker)."""
+    other = sqlite3.connect(sqlite_path(database_url), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
+def test_counts_of_one_turn_share_a_commit_and_all_land(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url)
+
+    async def main() -> None:
+        await asyncio.gather(*(store.increment(1, DAY) for _ in range(40)))
+        assert stored(database_url) == 40
+        await store.increment(3, DAY)
+
+    asyncio.run(main())
+    assert stored(database_url) == 41
+
+
+def test_a_busy_write_lock_is_waited_for_without_blocking_the_loop(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url)
+    other = hold_write_lock(database_url)
+
+    async def main() -> None:
+        counting = asyncio.create_task(store.increment(1, DAY))
+        # The loop stays free while the lock is held: other work runs, the count waits.
+        for _ in range(20):
+            await asyncio.sleep(0.001)
+        assert not counting.done()
+        assert stored(database_url) == 0
+        other.execute("COMMIT")
+        await asyncio.wait_for(counting, timeout=10)
+
+    asyncio.run(main())
+    assert stored(database_url) == 1
+
+
+def test_a_lock_held_too_long_fails_the_waiting_counts_and_leaves_the_store_usable(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url, busy_budget=0.05)
+    other = hold_write_lock(database_url)
+
+    async def main() -> None:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await asyncio.wait_for(store.increment(1, DAY), timeout=10)
+        other.execute("ROLLBACK")
+        await store.increment(1, DAY)  # no transaction or lock was left behind
+
+    asyncio.run(main())
+    assert stored(database_url) == 1
+    with sqlite3.connect(sqlite_path(database_url), isolation_level=None) as db:
+        db.execute("BEGIN IMMEDIATE")  # the store holds no write lock
+        db.execute("ROLLBACK")
+
+
+def test_a_failing_statement_rolls_back_and_the_next_commit_works(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url)
+
+    async def main() -> None:
+        with pytest.raises(sqlite3.IntegrityError):
+            await store.increment(999, DAY)  # no such application: a foreign key fails
+        await store.increment(1, DAY)
+
+    asyncio.run(main())
+    assert stored(database_url) == 1
+
+
+def test_a_cancelled_caller_does_not_cancel_the_others_commit(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url)
+
+    async def main() -> None:
+        leaving = asyncio.create_task(store.increment(1, DAY))
+        staying = asyncio.create_task(store.increment(1, DAY))
+        await asyncio.sleep(0)
+        leaving.cancel()
+        await staying
+
+    asyncio.run(main())
+    assert stored(database_url) == 2
+
+
+def test_one_store_serves_one_event_loop(database_url: str, catalogue: dict[str, str]) -> None:
+    store = SqliteCatalogue(database_url)
+    asyncio.run(store.increment(1, DAY))
+    with pytest.raises(RuntimeError, match="one event loop"):
+        asyncio.run(store.increment(1, DAY))
