@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pkgcat.cli import apps, database, demo, keys, serve, sources
+from pkgcat.cli import apps, client, database, demo, imports, keys, serve, sources
 
 app = typer.Typer(
     name="pkgcat",
@@ -19,6 +19,11 @@ app.add_typer(database.app, name="db")
 app.add_typer(sources.app, name="source")
 app.add_typer(apps.app, name="app")
 app.add_typer(keys.app, name="key")
+app.add_typer(client.app, name="client")
+app.command("import-repo")(imports.import_repo)
+app.command("import-purchases")(imports.purchases_command)
+app.command("import-stats")(imports.stats_command)
+app.command("import-prices")(imports.prices_command)
 
 
 def main() -> None:

@@ -1,0 +1,388 @@
+"""``pkgcat client``: read any server of the API family from a terminal, through :mod:`pkgcat.client`.
+
+The server's address comes from ``--base-url`` or ``PKGCAT_BASE_URL``; the key
+only from ``PKGCAT_SECRET_KEY``, never from the command line, where it would
+land in shell history and process lists. Output is a table by default,
+``--json`` (the normalized result) or ``--csv`` (rows).
+
+Exit codes (the table is :data:`EXIT_CODES`, documented in docs/client.md):
+0 success, 1 unexpected failure (a bug, with its traceback), 2 usage error,
+3 authentication, 4 invalid argument, 5 not found, 6 permission denied,
+7 rate limited, 8 server error, 9 protocol error, 10 connection error,
+11 any other API error.
+
+A program that embeds this command can hand it an ``httpx.BaseTransport`` as
+the Click context object (``CliRunner().invoke(app, args, obj=transport)``);
+the client then talks through it instead of the network.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, NoReturn
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import httpx
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pkgcat.client import (
+    APIConnectionError,
+    APIError,
+    AuthenticationError,
+    Buyer,
+    BuyersPage,
+    Client,
+    InvalidArgumentError,
+    NotFoundError,
+    Package,
+    PermissionDeniedError,
+    PkgcatError,
+    ProtocolError,
+    RateLimitError,
+    Relations,
+    ServerError,
+    UsageDay,
+)
+
+app = typer.Typer(
+    help="Read a Package Catalogue API server: usage, packages, buyers (key: PKGCAT_SECRET_KEY).",
+    no_args_is_help=True,
+)
+
+EXIT_USAGE = 2
+EXIT_CODES: tuple[tuple[type[PkgcatError], int], ...] = (
+    (AuthenticationError, 3),
+    (InvalidArgumentError, 4),
+    (NotFoundError, 5),
+    (PermissionDeniedError, 6),
+    (RateLimitError, 7),
+    (ServerError, 8),
+    (ProtocolError, 9),
+    (APIConnectionError, 10),
+    (APIError, 11),
+)
+"""Exit code per error class; the first class the error is an instance of wins."""
+
+KEY_VARIABLE = "PKGCAT_SECRET_KEY"
+BAR_WIDTH = 40
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar="PKGCAT_BASE_URL",
+        show_envvar=True,
+        help="Address of the server, e.g. https://catalogue.example.",
+    ),
+]
+Zone = Annotated[
+    str,
+    typer.Option("--tz", help="IANA zone of dates the server sends without an offset (shape B)."),
+]
+KeyIn = Annotated[
+    str,
+    typer.Option(
+        "--key-in", help="Send the key as a Bearer header, or as ?secret_key= for older servers."
+    ),
+]
+Retries = Annotated[
+    int,
+    typer.Option("--retries", min=0, help="Retries after a 429, a 5xx or a failed connection."),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the normalized result as JSON.")]
+AsCsv = Annotated[bool, typer.Option("--csv", help="Print a header line, then one line per row.")]
+PackageId = Annotated[str, typer.Argument(metavar="ID", help="Package identifier.")]
+
+
+def exit_code(error: PkgcatError) -> int:
+    return next((code for kind, code in EXIT_CODES if isinstance(error, kind)), 1)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    """One line on stderr, then exit with ``code``."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _client(
+    ctx: typer.Context, base_url: str | None, tz: str, key_in: str, retries: int
+) -> Iterator[Client]:
+    """A client from the options and the environment; its errors become one line and a code."""
+    key = os.environ.get(KEY_VARIABLE, "").strip()
+    if not key:
+        _fail(f"{KEY_VARIABLE} is not set; export the application's secret key", EXIT_USAGE)
+    if not base_url:
+        _fail("--base-url (or PKGCAT_BASE_URL) is missing", EXIT_USAGE)
+    if key_in not in ("header", "query"):
+        _fail(f"--key-in: {key_in!r}; use header or query", EXIT_USAGE)
+    try:
+        zone = ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        _fail(f"--tz: {tz!r} is not an IANA time zone (e.g. UTC, Europe/Paris)", EXIT_USAGE)
+    transport = ctx.obj if isinstance(ctx.obj, httpx.BaseTransport) else None
+    try:
+        client = Client(
+            base_url,
+            key,
+            transport=transport,
+            key_in="query" if key_in == "query" else "header",
+            tz=zone,
+            max_retries=retries,
+        )
+    except ValueError as error:
+        _fail(str(error), EXIT_USAGE)
+    try:
+        with client:
+            yield client
+    except PkgcatError as error:
+        _fail(str(error), exit_code(error))
+
+
+def _output(as_json: bool, as_csv: bool) -> str:
+    if as_json and as_csv:
+        _fail("--json and --csv: choose one", EXIT_USAGE)
+    return "json" if as_json else "csv" if as_csv else "table"
+
+
+# --- canonical values ---------------------------------------------------------------------
+
+
+def jsonable(value: object) -> object:
+    """A record as JSON values: ISO 8601 dates with offset, amounts as decimal strings."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    return value
+
+
+def _print_json(value: object) -> None:
+    typer.echo(json.dumps(jsonable(value), indent=2, ensure_ascii=False))
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Relations):
+        return value.raw
+    rendered = jsonable(value)
+    return rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
+
+
+def _print_csv(rows: Sequence[object], header: Sequence[str]) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_cell(getattr(row, name)) for name in header])
+    sys.stdout.flush()
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def _bar(value: int, largest: int) -> str:
+    """A horizontal bar, ``BAR_WIDTH`` cells for the largest value, to an eighth of a cell."""
+    if largest <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(value / largest * BAR_WIDTH * 8))
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part] if part else "")
+
+
+def _usage_table(days: list[UsageDay]) -> Table:
+    largest = max((d.usage for d in days), default=0)
+    table = Table(title="API requests per day", title_justify="left")
+    table.add_column("day")
+    table.add_column("requests", justify="right")
+    table.add_column("", no_wrap=True)
+    for day in days:
+        table.add_row(day.day.isoformat(), f"{day.usage:,}", Text(_bar(day.usage, largest)))
+    total = sum(d.usage for d in days)
+    table.caption = f"{len(days)} days, {total:,} requests; the last day is today (so far)"
+    return table
+
+
+def _price(package: Package) -> str:
+    if package.price is None:
+        return f"not known yet ({package.currency})"
+    return f"{format(package.price, 'f')} {package.currency}"
+
+
+def _package_table(package: Package) -> Table:
+    table = Table(title=f"{package.name} {package.version}", title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    missing = Text("(not sent by this server)", style="dim")
+    rows: list[tuple[str, object]] = [
+        ("package", package.package),
+        ("date", package.date.isoformat()),
+        ("architecture", package.architecture),
+        ("author", package.author),
+        ("section", package.section),
+        ("description", package.description),
+        ("price", _price(package)),
+        ("online", "yes" if package.online else "no"),
+        ("pre-depends", package.pre_depends.raw),
+        ("depends", package.depends.raw),
+        ("conflicts", package.conflicts.raw),
+        ("replaces", package.replaces.raw if package.replaces is not None else None),
+        ("size", f"{package.size:,}"),
+        ("md5sum", package.md5sum),
+        ("sha256", package.sha256),
+        ("compatible", ", ".join(package.compatible)),
+        ("downloads", f"{package.total_download:,}"),
+        ("votes", f"{package.total_votes:,} (sum {package.total_value_votes:,})"),
+        ("source", package.source.name),
+        ("source url", package.source.url),
+        ("source origin", package.source.origin),
+        ("icon", package.icon),
+        ("screenshots", "\n".join(package.screenshots)),
+        ("url", package.url),
+        ("long description", package.long_description),
+    ]
+    for name, value in rows:
+        table.add_row(name, missing if value is None else Text(str(value)))
+    return table
+
+
+def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
+    """A row per buyer; a date offset or a status every row shares is said once, above or below."""
+    offsets = {b.date.strftime("%z") for b in buyers}
+    statuses = {b.status for b in buyers}
+    shared_offset = offsets.pop() if len(offsets) == 1 else None
+    shared_status = statuses.pop() if len(statuses) == 1 else None
+    if shared_status is not None:
+        caption += f"; status: {shared_status}"
+    table = Table(
+        caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
+    )
+    table.add_column(f"date ({shared_offset})" if shared_offset else "date", no_wrap=True)
+    table.add_column("nickname", min_width=8, overflow="fold")
+    table.add_column("paid", justify="right", no_wrap=True)
+    table.add_column("commission", justify="right", min_width=4)
+    table.add_column("scope", min_width=7)
+    table.add_column("platform", min_width=6)
+    if shared_status is None:
+        table.add_column("status", min_width=9)
+    table.add_column("txn id", no_wrap=True)
+    for b in buyers:
+        cells = [
+            b.date.strftime("%Y-%m-%d %H:%M" if shared_offset else "%Y-%m-%d %H:%M %z"),
+            b.nickname,
+            f"{format(b.total, 'f')} {b.currency}",
+            format(b.commission, "f"),
+            b.allowed_for,
+            b.payment_platform,
+            *([] if shared_status else [b.status]),
+            b.txn_id,
+        ]
+        table.add_row(*(Text(cell) for cell in cells))
+    return table
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+@app.command("usage")
+def usage(
+    ctx: typer.Context,
+    days: Annotated[int, typer.Option("--days", help="Days before today to report.")] = 30,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    as_json: AsJson = False,
+    as_csv: AsCsv = False,
+) -> None:
+    """Requests per day of the application the key belongs to, with a bar chart."""
+    output = _output(as_json, as_csv)
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        result = client.usage(days)
+    if output == "json":
+        _print_json(result)
+    elif output == "csv":
+        _print_csv(result, ["date", "usage"])
+    else:
+        Console().print(_usage_table(result))
+
+
+@app.command("package")
+def package(
+    ctx: typer.Context,
+    package_id: PackageId,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    as_json: AsJson = False,
+) -> None:
+    """The record of one package."""
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        result = client.package(package_id)
+    if as_json:
+        _print_json(result)
+    else:
+        Console().print(_package_table(result))
+
+
+@app.command("buyers")
+def buyers(
+    ctx: typer.Context,
+    package_id: PackageId,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every buyer, walking the pages (a list).")
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", help="Page size: 25 by default, 100 with --all (server max 100)."),
+    ] = None,
+    page: Annotated[int | None, typer.Option("--page", help="Page number (default 1).")] = None,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    as_json: AsJson = False,
+    as_csv: AsCsv = False,
+) -> None:
+    """The buyers of a paid package of your source: one page, or --all of them."""
+    output = _output(as_json, as_csv)
+    if every and page is not None:
+        _fail("--page and --all: --all walks every page", EXIT_USAGE)
+    rows: Sequence[Buyer]
+    result: BuyersPage | list[Buyer]
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        if every:
+            result = rows = list(client.iter_buyers(package_id, page_size=limit or 100))
+            caption = f"{len(rows):,} buyers of {package_id}"
+        else:
+            result = client.buyers(package_id, limit=limit or 25, page=page or 1)
+            rows = result.buyers
+            first = result.start + 1 if rows else result.start
+            caption = (
+                f"page {result.page}: buyers {first:,}-{result.start + len(rows):,} "
+                f"of {result.total:,} ({result.limit} per page)"
+            )
+    if output == "json":
+        _print_json(result)
+    elif output == "csv":
+        _print_csv(rows, [f.name for f in dataclasses.fields(Buyer)])
+    else:
+        Console().print(_buyers_table(rows, caption))

@@ -1,0 +1,263 @@
+"""``pkgcat client``, in-process: our app (or a server double) behind the command's transport."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+from pkgcat.cli import app as cli
+from pkgcat.cli.client import EXIT_CODES
+from pkgcat.storage.admin import CatalogueAdmin
+from tests import factories as f
+from tests.client.conftest import BASE, KEY, Double, InProcess, answer, recorded
+from tests.conftest import AppFactory, Clock
+
+Run = Callable[..., Result]
+
+
+def invoke(transport: httpx.BaseTransport | None, key: str | None, *args: str) -> Result:
+    env = {"PKGCAT_BASE_URL": BASE}
+    if key is not None:
+        env["PKGCAT_SECRET_KEY"] = key
+    return CliRunner().invoke(
+        cli, ["client", *args], env=env, obj=transport, catch_exceptions=False
+    )
+
+
+@pytest.fixture
+def run(make_api: AppFactory) -> Run:
+    """``run(app, *args, settings={...})``: the command against our app, as that application."""
+
+    def go(app: str, *args: str, settings: dict[str, Any] | None = None) -> Result:
+        api = make_api(**(settings or {}))
+        return invoke(InProcess(api.http), api.keys.get(app, app), *args)
+
+    return go
+
+
+def test_usage_json_is_the_normalized_list_the_same_in_both_shapes(run: Run) -> None:
+    outputs = [run(app, "usage", "--days", "2", "--json") for app in ("alpha-a", "alpha-b")]
+    assert all(r.exit_code == 0 for r in outputs)
+    a, b = (json.loads(r.stdout) for r in outputs)
+    assert a == [
+        {"date": "2024-03-29T00:00:00+00:00", "usage": 0},
+        {"date": "2024-03-30T00:00:00+00:00", "usage": 0},
+        {"date": "2024-03-31T00:00:00+00:00", "usage": 1},
+    ]
+    assert b == a  # shape B's "DD-MM-YYYY" dates and its string count, normalized
+
+
+def test_usage_csv(run: Run) -> None:
+    result = run("alpha-b", "usage", "--days", "1", "--csv")
+    assert result.stdout.splitlines() == [
+        "date,usage",
+        "2024-03-30T00:00:00+00:00,0",
+        "2024-03-31T00:00:00+00:00,1",
+    ]
+
+
+def test_usage_table_draws_a_bar_per_day(
+    admin: CatalogueAdmin, make_api: AppFactory, clock: Clock
+) -> None:
+    api = make_api()
+    for _ in range(3):  # three requests yesterday, then the command's one today
+        clock.advance(days=-1)
+        api.get("/1.0/application/usage.json", api.keys["alpha-a"])
+        clock.advance(days=1)
+    result = invoke(InProcess(api.http), api.keys["alpha-a"], "usage", "--days", "2")
+    assert result.exit_code == 0
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if "2024-03-" in line}
+    assert set(lines) == {"2024-03-29", "2024-03-30", "2024-03-31"}
+    assert "█" * 40 in lines["2024-03-30"]  # the largest day gets the whole bar
+    assert "█" * 13 in lines["2024-03-31"]
+    assert "█" * 14 not in lines["2024-03-31"]
+    assert "█" not in lines["2024-03-29"]
+    assert "4 requests" in result.stdout
+
+
+def test_package_json_in_shape_b_has_nulls_and_canonical_values(run: Run) -> None:
+    result = run("alpha-b", "package", "com.alpha.paid", "--json")
+    assert result.exit_code == 0
+    body = json.loads(result.stdout)
+    assert (body["architecture"], body["sha256"], body["replaces"]) == (None, None, None)
+    assert body["source"] == {"name": "Alpha", "url": "http://alpha.example/", "origin": None}
+    assert body["date"] == "2024-03-10T12:00:00+00:00"
+    assert body["price"] == "1.99"
+    assert body["size"] == 1400
+    assert body["online"] is True
+    assert body["pre_depends"] == {"raw": "", "groups": []}
+    assert body["depends"]["groups"][0] == [
+        {
+            "name": "firmware",
+            "operator": ">=",
+            "version": "14.0",
+            "architectures": [],
+            "arch_qualifier": None,
+        }
+    ]
+
+
+def test_a_price_not_known_yet_is_null_in_json_and_said_in_the_table() -> None:
+    body = recorded("details_a")["response"] | {"price": ""}
+    as_json = invoke(Double(answer(0, body)).transport, KEY, "package", "x", "--json")
+    assert json.loads(as_json.stdout)["price"] is None
+    table = invoke(Double(answer(0, body)).transport, KEY, "package", "x")
+    assert "not known yet (USD)" in table.stdout
+
+
+def test_package_table_says_which_fields_the_server_did_not_send(run: Run) -> None:
+    b = run("alpha-b", "package", "com.alpha.paid")
+    assert b.exit_code == 0
+    assert "Paid 1.2.3" in b.stdout
+    assert b.stdout.count("(not sent by this server)") == 4
+    a = run("alpha-a", "package", "com.alpha.paid")
+    assert "(not sent by this server)" not in a.stdout
+    assert "iphoneos-arm64" in a.stdout
+
+
+def test_shape_b_dates_follow_tz(run: Run, admin: CatalogueAdmin) -> None:
+    issued = admin.load(
+        applications=[f.application(5, 1, "b-tokyo", shape="B", timezone="Asia/Tokyo")]
+    )
+    key = issued[5].secret_key
+    naive = json.loads(run(key, "package", "com.alpha.paid", "--json").stdout)
+    tokyo = json.loads(run(key, "package", "com.alpha.paid", "--json", "--tz", "Asia/Tokyo").stdout)
+    assert naive["date"] == "2024-03-10T21:00:00+00:00"  # Tokyo wall time, misread as UTC
+    assert tokyo["date"] == "2024-03-10T21:00:00+09:00"  # the release instant, 12:00 UTC
+
+
+def test_buyers_page_json_and_csv(run: Run) -> None:
+    page = json.loads(run("alpha-a", "buyers", "com.alpha.paid", "--limit", "2", "--json").stdout)
+    assert (page["start"], page["limit"], page["total"], page["page"]) == (0, 2, 3, 1)
+    assert [b["txn_id"] for b in page["buyers"]] == ["P-NEW", "S-MID"]
+    assert page["buyers"][1]["total"] == "9.00"
+    assert page["buyers"][1]["date"] == "2024-03-29T12:00:00+00:00"
+    rows = list(csv.reader(io.StringIO(run("alpha-a", "buyers", "com.alpha.paid", "--csv").stdout)))
+    assert rows[0] == [
+        "nickname", "status", "total", "commission", "currency", "date",
+        "txn_id", "profile_url", "allowed_for", "payment_platform",
+    ]  # fmt: skip
+    assert [r[6] for r in rows[1:]] == ["P-NEW", "S-MID", "P-OLD"]
+    assert rows[2][2] == "9.00"
+
+
+def test_buyers_all_walks_every_page_into_one_list(
+    admin: CatalogueAdmin, make_api: AppFactory, clock: Clock
+) -> None:
+    admin.load(purchases=[f.purchase(1, 4, clock.now - timedelta(minutes=n)) for n in range(1, 8)])
+    api = make_api()
+    key = api.keys["alpha-a"]
+    result = invoke(
+        InProcess(api.http), key, "buyers", "com.alpha.other", "--all", "--limit", "3", "--json"
+    )
+    buyers = json.loads(result.stdout)
+    assert isinstance(buyers, list)
+    assert len(buyers) == len({b["txn_id"] for b in buyers}) == 9
+    usage = api.get("/1.0/application/usage.json", key, days=1).json()["response"]
+    assert usage[-1]["usage"] == 4 + 1  # pages of 3, 3, 3 and an empty one; then this request
+    csv_rows = invoke(InProcess(api.http), key, "buyers", "com.alpha.other", "--all", "--csv")
+    assert len(csv_rows.stdout.splitlines()) == 1 + 9
+
+
+def test_buyers_table_has_a_row_per_buyer_and_the_page_in_its_caption(run: Run) -> None:
+    result = run("alpha-a", "buyers", "com.alpha.paid")
+    assert result.exit_code == 0
+    assert "P-NEW" in result.stdout
+    assert "P-OLD" in result.stdout
+    assert "page 1: buyers 1-3 of 3" in result.stdout
+    assert "status: Completed" in result.stdout
+
+
+def test_key_in_query(run: Run) -> None:
+    assert run("alpha-a", "usage", "--key-in", "query", "--json").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("app", "args", "code", "message"),
+    [
+        ("pkc_" + "z" * 40, ["usage"], 3, "secret_key: unknown or revoked secret key (code 5, HTTP 401"),
+        ("alpha-a", ["usage", "--days", "0"], 4, "days: must be between 1 and 365"),
+        ("alpha-a", ["package", "com.none"], 5, "no package 'com.none'"),
+        ("beta-a", ["buyers", "com.alpha.paid"], 6, "belongs to another source"),
+    ],
+)  # fmt: skip
+def test_api_errors_exit_with_their_code_and_one_line(
+    run: Run, app: str, args: list[str], code: int, message: str
+) -> None:
+    result = run(app, *args)
+    assert result.exit_code == code
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "pkc_" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "code", "message"),
+    [
+        (answer(13, "slow", headers={"Retry-After": "3600"}), 7, "slow (code 13, HTTP 429"),
+        (answer(15, "internal error; request id r-1", headers={"X-Request-Id": "r-1"}), 8, "request id r-1"),
+        (httpx.Response(200, text="<html>"), 9, "not JSON"),
+        (httpx.ConnectError("refused"), 10, "cannot reach http://catalogue.test"),
+        (answer(6, "unknown API version"), 11, "unknown API version (code 6"),
+    ],
+)  # fmt: skip
+def test_other_failures_exit_with_their_code(script: Any, code: int, message: str) -> None:
+    result = invoke(Double(script).transport, KEY, "usage", "--retries", "0")
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_every_error_class_has_a_distinct_exit_code() -> None:
+    codes = [code for _, code in EXIT_CODES]
+    assert len(set(codes)) == len(codes)
+    assert not {0, 1, 2} & set(codes)
+
+
+@pytest.mark.parametrize(
+    ("key", "args", "message"),
+    [
+        (None, ["usage"], "PKGCAT_SECRET_KEY is not set"),
+        (KEY, ["usage", "--json", "--csv"], "choose one"),
+        (KEY, ["buyers", "p", "--all", "--page", "2"], "--page and --all"),
+        (KEY, ["usage", "--tz", "Mars/Olympus"], "--tz"),
+        (KEY, ["usage", "--key-in", "cookie"], "--key-in"),
+        (KEY, ["usage", "--base-url", "ftp://x"], "base_url"),
+    ],
+)
+def test_usage_errors_exit_2_without_calling_the_server(
+    key: str | None, args: list[str], message: str
+) -> None:
+    double = Double(answer(0, []))
+    result = invoke(double.transport, key, *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert double.requests == []
+
+
+def test_the_base_url_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = CliRunner().invoke(
+        cli, ["client", "usage"], env={"PKGCAT_SECRET_KEY": KEY}, catch_exceptions=False
+    )
+    assert result.exit_code == 2
+    assert "PKGCAT_BASE_URL" in result.stderr
+
+
+def test_no_command_takes_the_key_on_its_command_line() -> None:
+    group = typer.main.get_command(cli).commands["client"]  # type: ignore[attr-defined]  # a group
+    for name in ("usage", "package", "buyers"):
+        options = {o for p in group.commands[name].params for o in p.opts}
+        assert not {o for o in options if "secret" in o or o == "--key"}, name
+    result = CliRunner().invoke(cli, ["client", "usage", "--secret-key", KEY])
+    assert result.exit_code == 2

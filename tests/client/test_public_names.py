@@ -1,0 +1,112 @@
+"""The public names of ``pkgcat.client``, and the wall between the client and the server."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pkgcat.client
+
+SRC = Path(pkgcat.client.__file__).parents[1]
+CLIENT_FILES = [*sorted((SRC / "client").glob("*.py")), SRC / "cli" / "client.py"]
+
+
+def test_all_is_exactly_the_public_names() -> None:
+    assert pkgcat.client.__all__ == [
+        "APIConnectionError",
+        "APIError",
+        "AsyncClient",
+        "AuthenticationError",
+        "Buyer",
+        "BuyersPage",
+        "Client",
+        "InvalidArgumentError",
+        "KeyPlacement",
+        "NotFoundError",
+        "Operator",
+        "Package",
+        "PermissionDeniedError",
+        "PkgcatError",
+        "ProtocolError",
+        "RateLimitError",
+        "Relation",
+        "Relations",
+        "ServerError",
+        "Source",
+        "UsageDay",
+    ]
+    for name in pkgcat.client.__all__:
+        assert hasattr(pkgcat.client, name), name
+    public = {n for n in vars(pkgcat.client) if not n.startswith("_")}
+    assert public == set(pkgcat.client.__all__)
+
+
+def test_the_exception_tree() -> None:
+    c = pkgcat.client
+    for name in (
+        "AuthenticationError", "InvalidArgumentError", "NotFoundError", "PermissionDeniedError",
+        "RateLimitError", "ServerError", "ProtocolError",
+    ):  # fmt: skip
+        assert issubclass(getattr(c, name), c.APIError), name
+    assert issubclass(c.APIError, c.PkgcatError)
+    assert issubclass(c.APIConnectionError, c.PkgcatError)
+    assert not issubclass(c.APIConnectionError, c.APIError)
+
+
+def test_the_package_ships_its_type_marker() -> None:
+    assert (SRC / "py.typed").is_file()
+
+
+def imported_modules(path: Path) -> set[str]:
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+    return modules
+
+
+def test_the_client_imports_nothing_of_the_server() -> None:
+    for path in CLIENT_FILES:
+        ours = {m for m in imported_modules(path) if m.split(".")[0] == "pkgcat"}
+        assert ours <= {"pkgcat", "pkgcat.client"} | {
+            f"pkgcat.client.{p.stem}" for p in CLIENT_FILES
+        }, path.name
+
+
+def test_importing_the_client_loads_no_server_module() -> None:
+    probe = (
+        "import json, sys, pkgcat.client; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('pkgcat.'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(loaded) == [
+        "pkgcat.client",
+        "pkgcat.client._client",
+        "pkgcat.client._errors",
+        "pkgcat.client._models",
+        "pkgcat.client._relations",
+        "pkgcat.client._shapes",
+    ]
+
+
+def test_the_server_imports_nothing_of_the_client() -> None:
+    for path in SRC.rglob("*.py"):
+        if path in CLIENT_FILES or path == SRC / "cli" / "__init__.py":
+            continue
+        assert not {m for m in imported_modules(path) if m.startswith("pkgcat.client")}, path
+
+
+def test_only_the_shapes_module_knows_the_shape_formats() -> None:
+    formats = ("%d-%m-%Y", "DD-MM-YYYY")
+    for path in CLIENT_FILES:
+        if path.name == "_shapes.py":
+            assert all(f in path.read_text() for f in formats)
+            continue
+        assert not any(f in path.read_text() for f in formats), path.name
