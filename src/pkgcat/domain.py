@@ -145,6 +145,8 @@ class Caller:
     """When the request arrived."""
     today: date
     """The calendar day of ``now`` in ``timezone``: the day the request is counted on."""
+    generation: int
+    """The catalogue's generation when the request arrived (see ``CatalogueStore.generation``)."""
 
 
 @dataclass(frozen=True, slots=True)

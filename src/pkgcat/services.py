@@ -62,6 +62,7 @@ class CatalogueService:
         if not keys.is_well_formed(secret_key):
             raise Unauthenticated("secret_key: not a valid secret key")
         key_hash = keys.hash_key(secret_key)
+        generation = await self._store.generation()  # first: caches are checked against it
         # Looked up by its hash: a timing difference could only tell an attacker about
         # hashes, never about keys; the stored hash is then compared in constant time.
         record = await self._store.find_key(key_hash)
@@ -78,6 +79,7 @@ class CatalogueService:
             now=now,
             # Read once per request: the day it is counted on is the day it reports.
             today=now.astimezone(ZoneInfo(timezone)).date(),
+            generation=generation,
         )
 
     def limit(self, caller: Caller) -> RateDecision:

@@ -154,3 +154,50 @@ def test_buyer_dates_are_in_the_application_zone(admin: CatalogueAdmin, api: Api
     # P-NEW was bought at 12:00 UTC on 30 March 2024: 13:00 in Paris, still on winter time.
     assert body["buyers"][0]["txn_id"] == "P-NEW"
     assert body["buyers"][0]["date"] == "2024-03-30T13:00:00+01:00"
+
+
+@pytest.mark.parametrize("limit", [1, 13, 100])
+def test_deep_pages_match_the_full_order_even_across_equal_dates(
+    admin: CatalogueAdmin, api: Api, clock: Clock, limit: int
+) -> None:
+    # 450 buyers in both scopes, many sharing a second, so checkpoints fall inside ties.
+    rows = [
+        f.purchase(
+            1,
+            None if n % 5 == 0 else 4,
+            clock.now - timedelta(seconds=n // 7),
+            txn_id=f"D-{(n * 7919) % 1000:03d}-{n}",
+        )
+        for n in range(450)
+    ]
+    admin.load(purchases=rows)
+    body = page(api, "alpha-a", "com.alpha.other", limit=100)
+    expected_total = int(body["total"])
+    walked: list[str] = []
+    for number in range(1, expected_total // limit + 2):
+        walked += [
+            b["txn_id"]
+            for b in page(api, "alpha-a", "com.alpha.other", limit=limit, page=number)["buyers"]
+        ]
+    everyone = [
+        *rows,
+        {"purchased_at": f.ts(clock.now - timedelta(days=2)), "txn_id": "S-MID"},
+        {"purchased_at": f.ts(clock.now - timedelta(days=5)), "txn_id": "O-OTHER"},
+    ]
+    ordered = [
+        r["txn_id"] for r in sorted(everyone, key=lambda r: (-r["purchased_at"], r["txn_id"]))
+    ]
+    assert expected_total == len(ordered) == 452
+    assert walked == ordered
+
+
+def test_new_purchases_show_on_the_next_request(
+    admin: CatalogueAdmin, api: Api, clock: Clock, many: None
+) -> None:
+    assert page(api, "alpha-a", "com.alpha.other", limit=100, page=3)["total"] == "232"
+    admin.load(purchases=[f.purchase(1, 4, clock.now, txn_id="A-FRESH")])
+    first = page(api, "alpha-a", "com.alpha.other", limit=100, page=1)
+    assert first["total"] == "233"
+    assert first["buyers"][0]["txn_id"] == "A-FRESH"
+    last = page(api, "alpha-a", "com.alpha.other", limit=100, page=3)
+    assert len(last["buyers"]) == 33

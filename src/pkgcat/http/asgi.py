@@ -13,7 +13,6 @@ import itertools
 import logging
 import re
 import secrets
-from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -30,8 +29,8 @@ from pkgcat.errors import (
     UnknownVersion,
 )
 from pkgcat.http.auth import presented_key
-from pkgcat.http.errors import Headers, envelope, error_response
-from pkgcat.http.routes import ROUTES, VERSION, Handler, Query
+from pkgcat.http.errors import Headers, error_response
+from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, ResponseCache
 from pkgcat.services import CatalogueService
 
 log = logging.getLogger("pkgcat.http")
@@ -89,6 +88,7 @@ class ApiApp:
     def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
         self.service = service
         self.site = site
+        self.responses = ResponseCache()
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)
@@ -136,8 +136,7 @@ class ApiApp:
             await self.service.count(caller)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
-            response: Any = await handler(self.service, caller, query)
-            return 200, envelope(response), rate
+            return 200, await handler(self.service, caller, query, self.responses), rate
         except RateLimited as error:
             status, body, headers = error_response(error)
             return status, body, _rate_headers(error.decision) + headers

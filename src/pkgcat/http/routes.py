@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
+from pkgcat.http.errors import envelope
 from pkgcat.services import DAYS_DEFAULT, LIMIT_DEFAULT, CatalogueService
 
 Query = dict[str, str]
-Handler = Callable[[CatalogueService, Caller, Query], Awaitable[Any]]
+Handler = Callable[[CatalogueService, Caller, Query, "ResponseCache"], Awaitable[bytes]]
 
 _MAX_DIGITS = 12
 
@@ -29,21 +29,69 @@ def integer(query: Query, name: str, default: int) -> int:
     return int(text)
 
 
-async def usage(service: CatalogueService, caller: Caller, query: Query) -> Any:
+class ResponseCache:
+    """Rendered answers that depend only on the catalogue, for one catalogue generation.
+
+    Details and buyers pages are the same bytes for every request with the same
+    parameters, caller source, shape and zone until the catalogue changes; the
+    store's generation says when it does, and then every entry is dropped.
+    Usage answers change with every request and are never cached.
+    """
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._size = size
+        self._generation = -1
+        self._bodies: dict[tuple[object, ...], bytes] = {}
+
+    def get(self, generation: int, key: tuple[object, ...]) -> bytes | None:
+        if generation != self._generation:
+            self._generation = generation
+            self._bodies.clear()
+            return None
+        return self._bodies.get(key)
+
+    def put(self, key: tuple[object, ...], body: bytes) -> None:
+        if len(self._bodies) >= self._size:
+            self._bodies.clear()  # a crude bound: a full cache starts over
+        self._bodies[key] = body
+
+
+def _view(caller: Caller) -> tuple[object, ...]:
+    """What, besides the parameters, decides an answer: the caller's source, shape and zone."""
+    return (caller.application.source_id, caller.shape, caller.timezone)
+
+
+async def usage(service: CatalogueService, caller: Caller, query: Query, _: ResponseCache) -> bytes:
     days = await service.usage(caller, integer(query, "days", DAYS_DEFAULT))
-    return shapes.usage_body(days, caller.shape, ZoneInfo(caller.timezone))
+    return envelope(shapes.usage_body(days, caller.shape, ZoneInfo(caller.timezone)))
 
 
-async def details(service: CatalogueService, caller: Caller, query: Query) -> Any:
-    package = await service.package_details(caller, query.get("package", ""))
-    return shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone))
+async def details(
+    service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
+) -> bytes:
+    package_id = query.get("package", "")
+    key = ("details", package_id, *_view(caller))
+    body = cache.get(caller.generation, key)
+    if body is None:
+        package = await service.package_details(caller, package_id)
+        body = envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
+        cache.put(key, body)
+    return body
 
 
-async def buyers(service: CatalogueService, caller: Caller, query: Query) -> Any:
+async def buyers(
+    service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
+) -> bytes:
     limit = integer(query, "limit", LIMIT_DEFAULT)
     page = integer(query, "page", 1)
-    result = await service.buyers(caller, query.get("package", ""), limit=limit, page=page)
-    return shapes.buyers_body(result, caller.shape, ZoneInfo(caller.timezone))
+    package_id = query.get("package", "")
+    key = ("buyers", package_id, limit, page, *_view(caller))
+    body = cache.get(caller.generation, key)
+    if body is None:
+        result = await service.buyers(caller, package_id, limit=limit, page=page)
+        body = envelope(shapes.buyers_body(result, caller.shape, ZoneInfo(caller.timezone)))
+        cache.put(key, body)
+    return body
 
 
 VERSION = "1.0"

@@ -249,7 +249,8 @@ class CatalogueAdmin:
         with self.engine.begin() as db:
             if replace:
                 for table in reversed(t.metadata.sorted_tables):
-                    db.execute(delete(table))
+                    if table is not t.catalogue_generation:  # a counter, not catalogue data
+                        db.execute(delete(table))
             app_rows = list(applications)
             for table, rows in (
                 (t.sources, list(sources)),

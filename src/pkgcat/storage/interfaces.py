@@ -17,6 +17,14 @@ from pkgcat.domain import KeyRecord, Package, Purchase, RateDecision
 class CatalogueStore(Protocol):
     """Reads of the catalogue that the three operations make."""
 
+    async def generation(self) -> int:
+        """A number that changes whenever anything the operations read changes.
+
+        Called first by every request; what depends only on the catalogue (not on
+        usage counts) may be cached for as long as it stays the same.
+        """
+        ...
+
     async def find_key(self, key_hash: str) -> KeyRecord | None:
         """The live (not revoked) key with this hash, with its application."""
         ...

@@ -169,9 +169,31 @@ purchases = Table(
         " OR (allowed_for = 'source' AND package_id IS NULL)",
         name="ck_purchases_scope",
     ),
-    Index("ix_purchases_package_order", "package_id", "purchased_at", "txn_id"),
-    Index("ix_purchases_source_order", "source_id", "allowed_for", "purchased_at", "txn_id"),
 )
+
+# Newest first, the order the buyers operation reads: a page is an index range.
+Index(
+    "ix_purchases_package_order",
+    purchases.c.package_id,
+    purchases.c.purchased_at.desc(),
+    purchases.c.txn_id,
+)
+Index(
+    "ix_purchases_source_order",
+    purchases.c.source_id,
+    purchases.c.allowed_for,
+    purchases.c.purchased_at.desc(),
+    purchases.c.txn_id,
+)
+
+catalogue_generation = Table(
+    "catalogue_generation",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("value", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="ck_catalogue_generation_one_row"),
+)
+"""One number, incremented by triggers (migration 0003) on every change the request path reads."""
 
 usage_days = Table(
     "usage_days",

@@ -17,7 +17,9 @@ import sqlite3
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+from heapq import merge
+from itertools import islice
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy.engine import make_url
@@ -41,20 +43,37 @@ FROM packages AS p JOIN sources AS s ON s.id = p.source_id
 WHERE p.package = ?
 """
 
-# A package's buyers: its own purchases and those of its whole source.
-# Counted as two index-only scans: an OR would visit the rows of both indexes.
+# A package's buyers are two newest-first streams, each an index range:
+# the package's own purchases and its source's whole-source purchases.
 _BUYERS_COUNT = """
 SELECT (SELECT count(*) FROM purchases WHERE package_id = ?)
      + (SELECT count(*) FROM purchases WHERE source_id = ? AND allowed_for = 'source')
 """
-_BUYERS_PAGE = """
-SELECT nickname, status, total, commission, currency, purchased_at, txn_id,
-       profile_url, allowed_for, payment_platform
-FROM purchases
-WHERE package_id = ? OR (source_id = ? AND allowed_for = 'source')
-ORDER BY purchased_at DESC, txn_id ASC
-LIMIT ? OFFSET ?
-"""
+_BUYER_COLUMNS = """nickname, status, total, commission, currency, purchased_at, txn_id,
+       profile_url, allowed_for, payment_platform"""
+_OWN = "package_id = ?"
+_SOURCE_WIDE = "source_id = ? AND allowed_for = 'source'"
+# Resume after a known buyer (keyset seek): older, or as old with a later txn_id.
+_AFTER = "AND purchased_at <= ? AND NOT (purchased_at = ? AND txn_id <= ?)"
+_NEWEST_FIRST = "ORDER BY purchased_at DESC, txn_id ASC"
+
+
+def _stream(where: str, after: bool, columns: str = _BUYER_COLUMNS) -> str:
+    """One newest-first stream of buyers; assembled from the constants above only."""
+    seek = _AFTER if after else ""
+    return f"SELECT {columns} FROM purchases WHERE {where} {seek} {_NEWEST_FIRST} LIMIT ?"  # noqa: S608
+
+
+_STREAMS = {
+    (where, after): _stream(where, after)
+    for where in (_OWN, _SOURCE_WIDE)
+    for after in (False, True)
+}
+_KEY_STREAMS = {
+    where: _stream(where, False, "purchased_at, txn_id") for where in (_OWN, _SOURCE_WIDE)
+}
+
+_GENERATION = "SELECT value FROM catalogue_generation WHERE id = 1"
 
 _USAGE = """
 SELECT day, count FROM usage_days
@@ -105,6 +124,27 @@ def connect(path: str) -> sqlite3.Connection:
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
+
+
+CHECKPOINT_EVERY = 100
+"""Deep buyers pages seek to a checkpoint kept every this many buyers (the largest page)."""
+
+_BuyerKey = tuple[int, str]
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _seek(after: _BuyerKey | None) -> tuple[object, ...]:
+    return () if after is None else (after[0], after[0], after[1])
+
+
+def _buyer_order(row: tuple[Any, ...]) -> tuple[int, str]:
+    """Newest first, then txn_id: the merge key of two buyer streams (columns 5 and 6)."""
+    return (-row[5], row[6])
+
+
+def _key_order(row: tuple[Any, ...]) -> tuple[int, str]:
+    return (-row[0], row[1])
 
 
 def _utc(seconds: int) -> datetime:
@@ -197,8 +237,10 @@ class SqliteCatalogue:
         self._connection: sqlite3.Connection | None = None
         self._cache_size = cache_size
         self._busy_budget = busy_budget
-        self._data_version = -1
+        self._generation = -1
         self._keys: dict[str, KeyRecord] = {}
+        self._buyer_totals: dict[int, int] = {}
+        self._checkpoints: dict[int, list[_BuyerKey]] = {}
         self._packages: dict[str, Package] = {}
         self._counts: dict[tuple[int, str], int] = {}
         self._touches: dict[int, int] = {}
@@ -212,22 +254,27 @@ class SqliteCatalogue:
             self._connection = connect(self._path)
         return self._connection
 
+    async def generation(self) -> int:
+        self._revalidate()
+        return self._generation
+
     def _revalidate(self) -> None:
-        """Drop every cached record if anyone else has committed since the last look."""
-        (version,) = self._db.execute("PRAGMA data_version").fetchone()
-        if version != self._data_version:
-            self._data_version = version
+        """Drop every cached record if the catalogue changed since the last look."""
+        row = self._db.execute(_GENERATION).fetchone()
+        generation = -1 if row is None else row[0]  # no counter row: trust no cache
+        if generation != self._generation or generation == -1:
+            self._generation = generation
             self._keys.clear()
             self._packages.clear()
+            self._buyer_totals.clear()
+            self._checkpoints.clear()
 
-    def _remember(self, cache: dict[str, Any], key: str, value: object) -> None:
+    def _remember(self, cache: dict[K, V], key: K, value: V) -> None:
         if len(cache) >= self._cache_size:
             cache.clear()  # a crude bound: a full cache starts over
         cache[key] = value
 
     async def find_key(self, key_hash: str) -> KeyRecord | None:
-        # The first store call of every request: the place to look for changes.
-        self._revalidate()
         cached = self._keys.get(key_hash)
         if cached is not None:
             return cached
@@ -262,14 +309,48 @@ class SqliteCatalogue:
         self, package_row_id: int, source_id: int, limit: int, offset: int
     ) -> tuple[int, list[Purchase]]:
         db = self._db
-        # One read transaction, so the total and the slice agree with each other.
-        db.execute("BEGIN")
-        try:
+        total = self._buyer_totals.get(package_row_id)
+        if total is None:
             (total,) = db.execute(_BUYERS_COUNT, (package_row_id, source_id)).fetchone()
-            rows = db.execute(_BUYERS_PAGE, (package_row_id, source_id, limit, offset)).fetchall()
-        finally:
-            db.execute("COMMIT")
+            self._remember(self._buyer_totals, package_row_id, total)
+        if offset >= total:
+            return total, []
+        # Seek to the nearest checkpoint at or before the offset, then skip the rest.
+        start, after = 0, None
+        if offset >= 2 * CHECKPOINT_EVERY:
+            marks = self._buyer_checkpoints(package_row_id, source_id)
+            index = min(offset // CHECKPOINT_EVERY, len(marks))
+            if index:
+                start, after = index * CHECKPOINT_EVERY, marks[index - 1]
+        wanted = offset - start + limit
+        streams = [
+            db.execute(_STREAMS[(where, after is not None)], (ident, *_seek(after), wanted))
+            for where, ident in ((_OWN, package_row_id), (_SOURCE_WIDE, source_id))
+        ]
+        rows = islice(merge(*streams, key=_buyer_order), offset - start, wanted)
         return total, [_purchase(row) for row in rows]
+
+    def _buyer_checkpoints(self, package_row_id: int, source_id: int) -> list[_BuyerKey]:
+        """The sort key of every CHECKPOINT_EVERY-th buyer (the last before each checkpoint).
+
+        Read once per catalogue generation from the covering indexes, so a deep
+        page costs about what the first page costs.
+        """
+        marks = self._checkpoints.get(package_row_id)
+        if marks is None:
+            db = self._db
+            keys = merge(
+                db.execute(_KEY_STREAMS[_OWN], (package_row_id, -1)),
+                db.execute(_KEY_STREAMS[_SOURCE_WIDE], (source_id, -1)),
+                key=_key_order,
+            )
+            marks = [
+                (t, x)
+                for position, (t, x) in enumerate(keys, start=1)
+                if position % CHECKPOINT_EVERY == 0
+            ]
+            self._remember(self._checkpoints, package_row_id, marks)
+        return marks
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
         rows = self._db.execute(
