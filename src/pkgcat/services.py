@@ -82,9 +82,9 @@ class CatalogueService:
             generation=generation,
         )
 
-    def limit(self, caller: Caller) -> RateDecision:
+    async def limit(self, caller: Caller) -> RateDecision:
         """Spend one request of the application's limit; :class:`RateLimited` when none is left."""
-        decision = self._limiter.hit(caller.application.id)
+        decision = await self._limiter.hit(caller.application.id)
         if not decision.allowed:
             raise RateLimited(decision)
         return decision

@@ -132,7 +132,7 @@ class ApiApp:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
             caller = await self.service.authenticate(key)
-            rate = _rate_headers(self.service.limit(caller))
+            rate = _rate_headers(await self.service.limit(caller))
             await self.service.count(caller)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")

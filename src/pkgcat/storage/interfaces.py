@@ -67,6 +67,6 @@ class UsageCounter(Protocol):
 class RateLimiter(Protocol):
     """One limit per application, shared by the three operations."""
 
-    def hit(self, application_id: int) -> RateDecision:
+    async def hit(self, application_id: int) -> RateDecision:
         """Count one request against the limit unless it is already exhausted."""
         ...
