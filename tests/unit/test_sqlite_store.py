@@ -114,3 +114,34 @@ def test_one_store_serves_one_event_loop(database_url: str, catalogue: dict[str,
     asyncio.run(store.increment(1, DAY))
     with pytest.raises(RuntimeError, match="one event loop"):
         asyncio.run(store.increment(1, DAY))
+
+
+def test_counts_reach_the_database_file_through_the_checkpoint_thread(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url)
+
+    async def main() -> None:
+        await store.increment(1, DAY)
+        await store.close()  # waits for the checkpoint the commit started
+
+    asyncio.run(main())
+    # Read the main file alone, ignoring the WAL: the count was copied into it.
+    path = sqlite_path(database_url)
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as db:
+        (count,) = db.execute("SELECT coalesce(sum(count), 0) FROM usage_days").fetchone()
+    assert count == 1
+
+
+def test_the_request_connection_never_checkpoints_inside_a_commit(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    store = SqliteCatalogue(database_url)
+
+    async def main() -> int:
+        await store.increment(1, DAY)
+        (pages,) = store._db.execute("PRAGMA wal_autocheckpoint").fetchone()
+        await store.close()
+        return int(pages)
+
+    assert asyncio.run(main()) == 0
