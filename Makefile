@@ -3,12 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint format typecheck clean
+.PHONY: help setup run test lint format typecheck bench bench-smoke wrk clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,19 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 
 typecheck: $(STAMP) ## mypy --strict on src/
 	$(BIN)/mypy
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+wrk: # Debian's wrk, installed when missing (needs root)
+	@command -v wrk >/dev/null || apt-get install -y wrk || (apt-get update && apt-get install -y wrk)
+
+bench: $(BENCH_STAMP) wrk ## the load benchmark: table, curves and plots into docs/ (~12 minutes)
+	$(BIN)/python bench/run.py
+
+bench-smoke: $(STAMP) wrk ## a 15-second run of the benchmark harness on a tiny catalogue
+	$(BIN)/python bench/run.py --smoke
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

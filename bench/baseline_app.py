@@ -6,7 +6,7 @@ is a JSON envelope padded to the size of a real details response, so both
 sides move the same number of bytes.
 
 Served the way ``pkgcat serve`` serves the API: granian, ASGI interface, a
-factory target, one worker, no access log::
+factory target, one worker (``--workers`` for more), no access log::
 
     .venv/bin/python bench/baseline_app.py --port 8001 --body-bytes 1373
 
@@ -76,7 +76,7 @@ def create_app() -> ASGIApp:
     return build_app(fixed_body(size))
 
 
-def serve(host: str, port: int, body_bytes: int) -> None:
+def serve(host: str, port: int, body_bytes: int, workers: int = 1) -> None:
     """Serve :func:`create_app` with the settings ``pkgcat serve`` gives granian."""
     from granian import Granian
     from granian.constants import Interfaces
@@ -89,7 +89,7 @@ def serve(host: str, port: int, body_bytes: int) -> None:
         interface=Interfaces.ASGI,
         address=host,
         port=port,
-        workers=1,
+        workers=workers,
         log_access=False,
         log_level=LogLevels.info,
         working_dir=Path(__file__).resolve().parent,
@@ -101,8 +101,9 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--body-bytes", type=int, default=DEFAULT_BODY_BYTES)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
-    serve(args.host, args.port, args.body_bytes)
+    serve(args.host, args.port, args.body_bytes, args.workers)
 
 
 if __name__ == "__main__":

@@ -19,28 +19,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
-import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-HOST = "127.0.0.1"
+from loadgen import (
+    BENCH_DIR,
+    Round,
+    Summary,
+    Target,
+    children,
+    cpu_plan,
+    fetch,
+    find_wrk,
+    run_wrk,
+    start_server,
+    summarize,
+)
+
 RATE_LIMIT = "100000000/hour"  # far above what a run can send: nothing is refused
-READY_TIMEOUT = 30.0
 VARIANTS = [  # cumulative swaps of bench/variants.py, in the order docs/benchmarks.md ranks them
     ("details, packages cached", "packages"),
     ("+ counts group-committed", "packages,group-commit"),
@@ -48,239 +47,6 @@ VARIANTS = [  # cumulative swaps of bench/variants.py, in the order docs/benchma
     ("+ limiter in a dict", "packages,group-commit,keys,limiter"),
     ("details, all four, counts batched", "packages,batched,keys,limiter"),
 ]
-STOP_TIMEOUT = 10.0
-
-
-@dataclass(frozen=True)
-class Target:
-    """One thing wrk hammers: a label and a URL (all carry the same Bearer key)."""
-
-    name: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Round:
-    """What one wrk run reported."""
-
-    requests_per_second: float
-    p50_ms: float
-    p99_ms: float
-    requests: int
-    bad_responses: int
-    socket_errors: int
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The medians of a target's rounds."""
-
-    name: str
-    body_bytes: int
-    requests_per_second: float
-    p50_ms: float
-    p99_ms: float
-    bad_responses: int
-    socket_errors: int
-    rounds: list[Round]
-
-
-# --- processes -----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def pinned(command: Sequence[str], cpus: str | None) -> list[str]:
-    """``command`` under ``taskset -c cpus`` when pinning is on."""
-    return ["taskset", "-c", cpus, *command] if cpus is not None else list(command)
-
-
-class Children:
-    """The processes this run started; each is its own process group, stopped at exit."""
-
-    def __init__(self) -> None:
-        self._procs: list[subprocess.Popen[bytes]] = []
-        self._logs: dict[subprocess.Popen[bytes], Path] = {}
-
-    def start(
-        self, command: Sequence[str], env: dict[str, str], log: Path
-    ) -> subprocess.Popen[bytes]:
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                list(command),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # granian's worker follows its parent's group
-            )
-        self._procs.append(proc)
-        self._logs[proc] = log
-        return proc
-
-    def check_alive(self) -> None:
-        for proc, log in self._logs.items():
-            if proc.poll() is not None:
-                raise RuntimeError(f"a server died during the run:\n{log.read_text()}")
-
-    def stop_all(self) -> None:
-        for proc in reversed(self._procs):
-            _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT
-        for proc in reversed(self._procs):
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait(timeout=STOP_TIMEOUT)
-            # the group may outlive its leader (a worker still shutting down)
-            _signal_group(proc, signal.SIGKILL)
-        self._procs.clear()
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-
-
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)  # run the cleanup in ``finally`` blocks
-
-
-@contextmanager
-def children() -> Iterator[Children]:
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    group = Children()
-    try:
-        yield group
-    finally:
-        group.stop_all()
-        signal.signal(signal.SIGTERM, previous)
-
-
-# --- HTTP ----------------------------------------------------------------------------------
-
-
-def fetch(url: str, key: str | None = None, timeout: float = 5.0) -> tuple[int, bytes]:
-    if not url.startswith(f"http://{HOST}:"):
-        raise ValueError(f"only http://{HOST} is fetched here, not {url!r}")
-    request = urllib.request.Request(url)  # noqa: S310 (checked above: http on loopback)
-    if key is not None:
-        request.add_header("Authorization", f"Bearer {key}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as error:
-        return int(error.code), bytes(error.read())
-
-
-def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll ``url`` until it answers, the process dies, or the deadline passes."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            fetch(url, timeout=1.0)
-            return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} not ready after {READY_TIMEOUT:.0f} s:\n{log.read_text()}")
-
-
-def start_server(
-    group: Children,
-    command: list[str],
-    ready_path: str,
-    env: dict[str, str],
-    log: Path,
-    cpus: str | None,
-) -> str:
-    """Start a server on a free port of 127.0.0.1, wait until it answers; its root URL."""
-    port = free_port()
-    proc = group.start(pinned([*command, "--host", HOST, "--port", str(port)], cpus), env, log)
-    root = f"http://{HOST}:{port}"
-    wait_ready(root + ready_path, proc, log)
-    return root
-
-
-# --- wrk -----------------------------------------------------------------------------------
-
-_UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
-_PERCENTILE = re.compile(r"^\s*(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s|m)\s*$", re.MULTILINE)
-_RPS = re.compile(r"^Requests/sec:\s+([\d.]+)", re.MULTILINE)
-_REQUESTS = re.compile(r"^\s*(\d+) requests in ", re.MULTILINE)
-_NON_2XX = re.compile(r"Non-2xx or 3xx responses:\s+(\d+)")
-_SOCKET = re.compile(
-    r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", re.MULTILINE
-)
-
-
-def parse_wrk(output: str) -> Round:
-    """The figures of wrk's ``--latency`` report."""
-    percentiles = {
-        int(p): float(value) * _UNIT_MS[unit] for p, value, unit in _PERCENTILE.findall(output)
-    }
-    rps, requests = _RPS.search(output), _REQUESTS.search(output)
-    if rps is None or requests is None or 50 not in percentiles or 99 not in percentiles:
-        raise RuntimeError(f"cannot read wrk's report:\n{output}")
-    bad = _NON_2XX.search(output)
-    sockets = _SOCKET.search(output)
-    return Round(
-        requests_per_second=float(rps.group(1)),
-        p50_ms=percentiles[50],
-        p99_ms=percentiles[99],
-        requests=int(requests.group(1)),
-        bad_responses=int(bad.group(1)) if bad else 0,
-        socket_errors=sum(int(n) for n in sockets.groups()) if sockets else 0,
-    )
-
-
-def run_wrk(
-    wrk: str, target: Target, key: str, args: argparse.Namespace, duration: int, cpus: str | None
-) -> Round:
-    command = pinned(
-        [
-            wrk,
-            f"-t{args.threads}",
-            f"-c{args.connections}",
-            f"-d{duration}s",
-            "--timeout",
-            "5s",
-            "--latency",
-            "-H",
-            f"Authorization: Bearer {key}",
-            target.url,
-        ],
-        cpus,
-    )
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=duration + 30, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    return parse_wrk(done.stdout)
-
-
-# --- the run -------------------------------------------------------------------------------
-
-
-def summarize(name: str, body_bytes: int, rounds: list[Round]) -> Summary:
-    return Summary(
-        name=name,
-        body_bytes=body_bytes,
-        requests_per_second=statistics.median(r.requests_per_second for r in rounds),
-        p50_ms=statistics.median(r.p50_ms for r in rounds),
-        p99_ms=statistics.median(r.p99_ms for r in rounds),
-        bad_responses=sum(r.bad_responses for r in rounds),
-        socket_errors=sum(r.socket_errors for r in rounds),
-        rounds=rounds,
-    )
 
 
 def table(summaries: list[Summary], baseline: Summary) -> str:
@@ -312,20 +78,21 @@ def seed(pkgcat: str, env: dict[str, str]) -> dict[str, Any]:
     return demo
 
 
-def cpu_plan(pin: bool) -> tuple[str | None, str | None]:
-    """CPUs for the servers and for wrk (``None``: not pinned)."""
-    if not pin or shutil.which("taskset") is None:
-        return None, None
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return None, None
-    return str(cpus[0]), ",".join(str(c) for c in cpus[1:])
+def measure(
+    wrk: str, target: Target, args: argparse.Namespace, duration: int, cpus: str | None
+) -> Round:
+    return run_wrk(
+        wrk,
+        target,
+        duration=duration,
+        connections=args.connections,
+        threads=args.threads,
+        cpus=cpus,
+    )
 
 
 def bench(args: argparse.Namespace) -> list[Summary]:
-    wrk = shutil.which("wrk")
-    if wrk is None:
-        raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
+    wrk = find_wrk()
     pkgcat = str(Path(sys.executable).with_name("pkgcat"))
     server_cpus, wrk_cpus = cpu_plan(args.pin)
     with tempfile.TemporaryDirectory(prefix="pkgcat-bench-") as tmp_name, children() as group:
@@ -341,7 +108,7 @@ def bench(args: argparse.Namespace) -> list[Summary]:
         app = next(a for a in demo["applications"] if a["shape"] == "A" and a["timezone"] == "UTC")
         key, package = app["secret_key"], app["paid_package"]
 
-        api_root = start_server(
+        api_root, _ = start_server(
             group, [pkgcat, "serve"], "/healthz", env, tmp / "serve.log", server_cpus
         )
 
@@ -357,7 +124,7 @@ def bench(args: argparse.Namespace) -> list[Summary]:
                 raise RuntimeError(f"{name}: HTTP {status}: {body[:300]!r}")
             sizes[name] = len(body)
 
-        base_root = start_server(
+        base_root, _ = start_server(
             group,
             [
                 sys.executable,
@@ -376,7 +143,7 @@ def bench(args: argparse.Namespace) -> list[Summary]:
         if args.variants:
             reference = fetch(api_root + paths["details"], key)[1]
             for n, (label, variant) in enumerate(VARIANTS, 1):
-                root = start_server(
+                root, _ = start_server(
                     group,
                     [sys.executable, str(BENCH_DIR / "variants.py"), "--variant", variant],
                     "/healthz",
@@ -388,10 +155,10 @@ def bench(args: argparse.Namespace) -> list[Summary]:
                 if status != 200 or body != reference:
                     raise RuntimeError(f"variant {variant}: answers differently: {body[:300]!r}")
                 sizes[label] = len(body)
-                variant_targets.append(Target(label, root + paths["details"]))
+                variant_targets.append(Target(label, root + paths["details"], key))
 
-        targets = [Target("baseline (bare ASGI)", base_root + paths["details"])]
-        targets += [Target(name, api_root + path) for name, path in paths.items()]
+        targets = [Target("baseline (bare ASGI)", base_root + paths["details"], key)]
+        targets += [Target(name, api_root + path, key) for name, path in paths.items()]
         targets += variant_targets
         pin_note = (
             f"servers on CPU {server_cpus}, wrk on CPU {wrk_cpus}" if server_cpus else "unpinned"
@@ -403,11 +170,11 @@ def bench(args: argparse.Namespace) -> list[Summary]:
         )
         for target in targets:
             if args.warmup > 0:
-                run_wrk(wrk, target, key, args, args.warmup, wrk_cpus)
+                measure(wrk, target, args, args.warmup, wrk_cpus)
         results: dict[str, list[Round]] = {t.name: [] for t in targets}
         for n in range(1, args.rounds + 1):
             for target in targets:  # interleaved, so drift hits every target alike
-                result = run_wrk(wrk, target, key, args, args.duration, wrk_cpus)
+                result = measure(wrk, target, args, args.duration, wrk_cpus)
                 results[target.name].append(result)
                 print(
                     f"round {n} {target.name:<34} {result.requests_per_second:>10,.0f} req/s  "

@@ -1,0 +1,63 @@
+"""How the load benchmarks address pkgcat: its paths, servers, environment and key rotation."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+from catalogue import Catalogue, Params
+from loadgen import BENCH_DIR
+
+DETAILS = "/1.0/package/details.json"
+USAGE = "/1.0/application/usage.json"
+BUYERS = "/1.0/package/buyers.json"
+UNLIMITED = "100000000/hour"  # far above what a run sends: only the limited server refuses
+SPENT = "1/hour"  # the rate-limited server: one request per worker, then 429
+UNKNOWN_KEY = "pkc_" + "0" * 40  # well formed, in no catalogue: code 5
+EXPECTED_CODE = {200: 0, 401: 5, 429: 13}
+"""The envelope's code for each HTTP status a target expects."""
+
+
+def buyers_pages(params: Params, limit: int = 100) -> int:
+    """The number of pages of the hot package's buyers."""
+    return max(1, math.ceil(params.hot_buyers / limit))
+
+
+def write_rotation(path: Path, cat: Catalogue) -> Path:
+    """Details of the sampled online packages, each asked with another application's key."""
+    keys = cat.keys
+    lines = [
+        f"{keys[(n * 7) % len(keys)]} {DETAILS}?package={package}"
+        for n, package in enumerate(cat.online_packages)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def serve_env(database: Path, workers: int, rate_limit: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env |= {
+        "PKGCAT_DATABASE_URL": f"sqlite:///{database}",
+        "PKGCAT_RATE_LIMIT": rate_limit,
+        "PKGCAT_RATE_LIMIT_STORAGE": "memory://",
+        "PKGCAT_WORKERS": str(workers),
+        "PKGCAT_LOG_LEVEL": "warning",
+    }
+    return env
+
+
+def pkgcat_command(workers: int) -> list[str]:
+    return [str(Path(sys.executable).with_name("pkgcat")), "serve", "--workers", str(workers)]
+
+
+def baseline_command(body_bytes: int, workers: int) -> list[str]:
+    return [
+        sys.executable,
+        str(BENCH_DIR / "baseline_app.py"),
+        "--body-bytes",
+        str(body_bytes),
+        "--workers",
+        str(workers),
+    ]

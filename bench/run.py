@@ -1,0 +1,381 @@
+"""The load benchmark behind ``make bench``: the table, the curves and the plots.
+
+Generates (or reuses) the seeded catalogue of ``catalogue.py``, then, for 1 and
+for 2 workers, serves it with ``pkgcat serve`` and serves ``baseline_app.py``
+(a bare ASGI app answering a fixed body of the size of a details response) with
+the same worker count, and drives both with wrk on 127.0.0.1: 64 connections,
+interleaved rounds, medians. Then the curves: details req/s against catalogue
+size, buyers latency against page number, usage latency against ``days``, and
+import time against index size. Figures go to ``docs/bench-*.csv`` and
+``docs/bench-*.png``; the table and the goals are printed::
+
+    .venv/bin/python bench/run.py            # everything, about 10 minutes
+    .venv/bin/python bench/run.py --smoke    # tiny catalogue, 1 s per target: does it work?
+
+The smoke checks that every target answers with its expected status, never the
+figures; it writes no files outside a temporary directory. Exit status 1 when a
+target answered otherwise (wrong status or socket errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import catalogue
+import curves
+from api import (
+    BUYERS,
+    DETAILS,
+    EXPECTED_CODE,
+    SPENT,
+    UNKNOWN_KEY,
+    UNLIMITED,
+    USAGE,
+    baseline_command,
+    buyers_pages,
+    pkgcat_command,
+    serve_env,
+    write_rotation,
+)
+from catalogue import Catalogue, Params
+from loadgen import (
+    BENCH_DIR,
+    Children,
+    Summary,
+    Target,
+    answered_as_expected,
+    children,
+    cpu_plan,
+    fetch,
+    find_wrk,
+    interleave,
+    start_server,
+    summarize,
+)
+
+ROOT = BENCH_DIR.parent
+DOCS = ROOT / "docs"
+RAW = BENCH_DIR / "results" / "raw"
+SMOKE = Params(
+    packages=200, sources=4, purchases=3000, hot_buyers=1000, applications=20, usage_days=30
+)
+
+
+@dataclass
+class Settings:
+    """How this run measures (the command line, after ``--smoke`` is applied)."""
+
+    rounds: int
+    duration: int
+    warmup: int
+    connections: int
+    threads: int
+    workers: list[int]
+    pin: bool
+    curves: bool
+    curve_duration: int
+    smoke: bool = False
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A line of the table."""
+
+    workers: int
+    target: str
+    status: int
+    summary: Summary
+    ratio: float
+
+
+def check_answer(target: Target, key: str | None, url: str, settings: Settings) -> int:
+    """Fetch once before measuring: the status and envelope code must be the expected ones."""
+    status, body = fetch(url, key, timeout=30.0)
+    code = json.loads(body).get("code") if body.startswith(b"{") else None
+    if status != target.expect or code != EXPECTED_CODE[target.expect]:
+        settings.failures.append(
+            f"{target.name}: HTTP {status}, code {code}, expected HTTP {target.expect}: {body[:200]!r}"
+        )
+    return len(body)
+
+
+def table_run(
+    group: Children, wrk: str, cat: Catalogue, database: Path, tmp: Path, workers: int, s: Settings
+) -> list[Row]:
+    """Every endpoint of the table, and the baseline, under ``workers`` workers."""
+    # One worker: servers on one core, wrk on the other. Two workers need both cores.
+    server_cpus, wrk_cpus = cpu_plan(s.pin and workers == 1)
+    api, api_proc = start_server(
+        group,
+        pkgcat_command(workers),
+        "/healthz",
+        serve_env(database, workers, UNLIMITED),
+        tmp / f"serve-{workers}.log",
+        server_cpus,
+    )
+    limited, limited_proc = start_server(
+        group,
+        pkgcat_command(workers),
+        "/healthz",
+        serve_env(database, workers, SPENT),
+        tmp / f"serve-limited-{workers}.log",
+        server_cpus,
+    )
+    hot = f"{DETAILS}?package={cat.hot_package}"
+    last = buyers_pages(cat.params)
+    page = min(1000, last)
+    targets = [
+        Target("details (hot id)", api + hot, cat.hot_key),
+        Target("details (random ids)", api, rotation=write_rotation(tmp / "rotation.txt", cat)),
+        Target("usage (days=30)", f"{api}{USAGE}?days=30", cat.hot_key),
+        Target("usage (days=365)", f"{api}{USAGE}?days=365", cat.hot_key),
+        Target(
+            "buyers (page 1)",
+            f"{api}{BUYERS}?package={cat.hot_package}&limit=100&page=1",
+            cat.hot_key,
+        ),
+        Target(
+            f"buyers (page {page:,})",
+            f"{api}{BUYERS}?package={cat.hot_package}&limit=100&page={page}",
+            cat.hot_key,
+        ),
+        Target("invalid key", api + hot, UNKNOWN_KEY, expect=401),
+        Target("rate-limited key", limited + hot, cat.limited_key, expect=429),
+    ]
+    sizes: dict[str, int] = {}
+    for target in targets:
+        if target.rotation is not None:
+            first = target.rotation.read_text().splitlines()[:20]
+            for line in first:
+                key, path = line.split()
+                sizes[target.name] = check_answer(target, key, api + path, s)
+        elif target.expect == 429:
+            for _ in range(workers + 1):  # spend the one request each worker allows
+                fetch(target.url, target.key)
+            sizes[target.name] = check_answer(target, target.key, target.url, s)
+        else:
+            sizes[target.name] = check_answer(target, target.key, target.url, s)
+    base, base_proc = start_server(
+        group,
+        baseline_command(sizes["details (hot id)"], workers),
+        "/",
+        dict(os.environ),
+        tmp / f"baseline-{workers}.log",
+        server_cpus,
+    )
+    baseline = Target("baseline (bare ASGI)", base + "/")
+    sizes[baseline.name] = len(fetch(baseline.url)[1])
+    pin_note = f"servers on CPU {server_cpus}, wrk on CPU {wrk_cpus}" if server_cpus else "unpinned"
+    print(f"{workers} worker(s), {pin_note}", file=sys.stderr)
+    all_targets = [baseline, *targets]
+    results = interleave(
+        wrk,
+        all_targets,
+        rounds=s.rounds,
+        duration=s.duration,
+        warmup=s.warmup,
+        connections=s.connections,
+        threads=s.threads,
+        cpus=wrk_cpus,
+    )
+    group.check_alive()
+    for proc in (base_proc, limited_proc, api_proc):
+        group.stop(proc)
+    rows: list[Row] = []
+    base_rps = summarize(baseline.name, 0, results[baseline.name]).requests_per_second
+    for target in all_targets:
+        summary = summarize(target.name, sizes[target.name], results[target.name])
+        for n, result in enumerate(results[target.name], 1):
+            if not answered_as_expected(target, result, workers):
+                s.failures.append(
+                    f"{workers} worker(s), {target.name}, round {n}: {result.requests} answers, "
+                    f"{result.bad_responses} non-2xx, {result.socket_errors} socket errors "
+                    f"(expected HTTP {target.expect})"
+                )
+        ratio = summary.requests_per_second / base_rps
+        rows.append(Row(workers, target.name, target.expect, summary, ratio))
+    return rows
+
+
+def markdown_table(rows: list[Row]) -> str:
+    lines = [
+        "| workers | target | HTTP | body bytes | req/s | p50 ms | p99 ms | x baseline |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s = r.summary
+        lines.append(
+            f"| {r.workers} | {r.target} | {r.status} | {s.body_bytes:,} | "
+            f"{s.requests_per_second:,.0f} | {s.p50_ms:.2f} | {s.p99_ms:.2f} | {r.ratio:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def write_table_csv(rows: list[Row], path: Path) -> None:
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(
+            [
+                "workers",
+                "target",
+                "http_status",
+                "body_bytes",
+                "req_per_s",
+                "p50_ms",
+                "p99_ms",
+                "x_baseline",
+                "req_per_s_rounds",
+                "timeouts",
+            ]
+        )
+        for r in rows:
+            s = r.summary
+            writer.writerow(
+                [
+                    r.workers,
+                    r.target,
+                    r.status,
+                    s.body_bytes,
+                    f"{s.requests_per_second:.0f}",
+                    f"{s.p50_ms:.2f}",
+                    f"{s.p99_ms:.2f}",
+                    f"{r.ratio:.3f}",
+                    " ".join(f"{x.requests_per_second:.0f}" for x in s.rounds),
+                    s.timeouts,
+                ]
+            )
+
+
+def goals(rows: list[Row], sizes: list[dict[str, Any]]) -> list[str]:
+    """Each goal of the issue, met or not, with the measured figure (1 worker)."""
+    one = {r.target: r for r in rows if r.workers == 1}
+    out: list[str] = []
+
+    def goal(ok: bool, text: str) -> None:
+        out.append(f"{'met    ' if ok else 'NOT met'}  {text}")
+
+    d = one["details (hot id)"]
+    goal(d.ratio >= 0.30, f"details >= 0.30x baseline req/s: {d.ratio:.2f}x")
+    goal(d.summary.p99_ms < 10, f"details p99 < 10 ms at 64 connections: {d.summary.p99_ms:.2f} ms")
+    u = one["usage (days=30)"]
+    goal(u.ratio >= 0.20, f"usage (days=30) >= 0.20x: {u.ratio:.2f}x")
+    b1 = one["buyers (page 1)"]
+    goal(b1.ratio >= 0.15, f"buyers page 1 >= 0.15x: {b1.ratio:.2f}x")
+    far = next(r for r in one.values() if r.target.startswith("buyers (page") and r is not b1)
+    factor = far.summary.p50_ms / b1.summary.p50_ms
+    goal(factor <= 2, f"{far.target} p50 within 2x of page 1 (64 connections): {factor:.1f}x")
+    if len(sizes) >= 2:
+        small, large = sizes[0], sizes[-1]
+        change = large["req_per_s"] / small["req_per_s"] - 1
+        goal(
+            abs(change) <= 0.10 or change > 0,
+            f"details req/s at {large['packages']:,} packages within 10% of "
+            f"{small['packages']:,}: {change:+.1%}",
+        )
+    return out
+
+
+def parse_args() -> Settings:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny catalogue, 1 s per target")
+    parser.add_argument("--rounds", type=int, default=3, help="wrk runs per target (median)")
+    parser.add_argument("--duration", type=int, default=5, help="whole seconds per wrk run")
+    parser.add_argument("--warmup", type=int, default=1, help="seconds of warm-up per target")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
+    parser.add_argument("--curve-duration", type=int, default=3, help="seconds per curve point")
+    parser.add_argument("--no-curves", dest="curves", action="store_false")
+    parser.add_argument("--no-pin", dest="pin", action="store_false")
+    args = parser.parse_args()
+    workers = [int(w) for w in args.workers.split(",")]
+    if args.smoke:
+        return Settings(
+            1, 1, 0, args.connections, args.threads, [1], args.pin, False, 1, smoke=True
+        )
+    if args.rounds < 1 or args.duration < 1 or args.warmup < 0 or not workers:
+        parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
+    return Settings(
+        args.rounds,
+        args.duration,
+        args.warmup,
+        args.connections,
+        args.threads,
+        workers,
+        args.pin,
+        args.curves,
+        args.curve_duration,
+    )
+
+
+def run(s: Settings) -> int:
+    started = time.monotonic()
+    wrk = find_wrk()
+    smoke = s.smoke
+    params = SMOKE if smoke else Params()
+    cat = catalogue.ensure(params)
+    results: dict[str, Any] = {"settings": asdict(s), "params": asdict(params)}
+    with tempfile.TemporaryDirectory(prefix="pkgcat-bench-") as tmp_name, children() as group:
+        tmp = Path(tmp_name)
+        database = tmp / "catalogue.db"
+        shutil.copyfile(cat.path, database)  # the cached file stays as generated
+        rows: list[Row] = []
+        for workers in s.workers:
+            rows += table_run(group, wrk, cat, database, tmp, workers, s)
+        sizes: list[dict[str, Any]] = []
+        if s.curves:
+            curve = curves.CurveRun(group, wrk, tmp, s.pin, s.rounds, s.curve_duration)
+            pages, days = curves.latency_by_page_and_days(
+                curve, cat, database, [1, 10, 100, 1000], [1, 30, 90, 365]
+            )
+            sizes = curves.details_by_size(
+                curve, params, [1_000, 10_000, 100_000, 1_000_000], s.duration, s.connections
+            )
+            imports = curves.import_by_size(tmp, rounds=s.rounds)
+            results |= {"pages": pages, "days": days, "sizes": sizes, "imports": imports}
+    print()
+    print(markdown_table(rows))
+    results["table"] = [
+        {"workers": r.workers, "target": r.target, "ratio": r.ratio, **asdict(r.summary)}
+        for r in rows
+    ]
+    if not smoke:
+        write_table_csv(rows, DOCS / "bench-table.csv")
+        if s.curves:
+            import plots
+
+            plots.write_all(results, DOCS)
+        print()
+        for line in goals(rows, sizes):
+            print(line)
+        RAW.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        (RAW / f"run-{stamp}.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    print(f"\nwall time {time.monotonic() - started:.0f} s", file=sys.stderr)
+    for failure in s.failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    return 1 if s.failures else 0
+
+
+def main() -> None:
+    settings = parse_args()
+    try:
+        raise SystemExit(run(settings))
+    except KeyboardInterrupt:  # the servers are stopped by then
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    main()
