@@ -9,7 +9,8 @@ through one operation. Each method raises a
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from pkgcat import keys
@@ -33,6 +34,12 @@ TOUCH_INTERVAL = 60
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+@lru_cache(maxsize=4096)
+def _days_until(last: date, days: int) -> tuple[date, ...]:
+    """``last`` and the ``days`` days before it, oldest first (the same few recur all day)."""
+    return tuple(last - timedelta(days=days - n) for n in range(days + 1))
 
 
 class CatalogueService:
@@ -101,13 +108,9 @@ class CatalogueService:
         """Today and the ``days`` before it, oldest first, days without requests at 0."""
         if not 1 <= days <= DAYS_MAX:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
-        last = caller.today
-        first = last - timedelta(days=days)
-        counts = await self._store.usage(caller.application.id, first, last)
-        return [
-            UsageDay(day=day, count=counts.get(day, 0))
-            for day in (first + timedelta(days=n) for n in range(days + 1))
-        ]
+        calendar = _days_until(caller.today, days)
+        counts = await self._store.usage(caller.application.id, calendar[0], calendar[-1])
+        return [UsageDay(day=day, count=counts.get(day, 0)) for day in calendar]
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""
