@@ -6,6 +6,8 @@ Nothing is built at import time. ``pkgcat serve`` hands
 
 from __future__ import annotations
 
+import gc
+
 from sqlalchemy.engine import make_url
 
 from pkgcat.config import Settings
@@ -36,6 +38,18 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     return ApiApp(service, create_site(on_shutdown=store.close))
 
 
+GC_THRESHOLDS = (20_000, 20, 20)
+"""Collections rarer than the default (700, 10, 10): a request allocates a few
+hundred objects, nearly all freed at once by reference counting."""
+
+
 def app_from_environment() -> ApiApp:
     """The server's factory: settings from ``PKGCAT_*`` variables."""
-    return create_app(Settings())
+    app = create_app(Settings())
+    # Everything alive now (modules, settings, the app) lives as long as the worker:
+    # moved out of the collector's sight, full collections no longer walk it, which
+    # took tens of milliseconds at a time under load (the p99 of docs/benchmarks.md).
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+    return app

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -45,3 +50,17 @@ def test_bad_values_are_refused_with_a_message(
     monkeypatch.setenv(f"PKGCAT_{field.upper()}", value)
     with pytest.raises(ValidationError, match=message):
         Settings()
+
+
+def test_the_server_factory_moves_startup_objects_out_of_the_collector(tmp_path: Path) -> None:
+    # In a process of its own: freezing the collector is process-wide.
+    script = (
+        "import gc; from pkgcat.app import app_from_environment, GC_THRESHOLDS; "
+        "app_from_environment(); "
+        "print(gc.get_freeze_count() > 10_000, gc.get_threshold() == GC_THRESHOLDS)"
+    )
+    env = {**os.environ, "PKGCAT_DATABASE_URL": f"sqlite:///{tmp_path / 'gc.db'}"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["True", "True"]
