@@ -133,3 +133,28 @@ def test_requests_are_counted_on_the_application_zone_day(api: Api, clock: Clock
         ("2024-03-30T00:00:00+01:00", 0),
         ("2024-03-31T00:00:00+01:00", 3),
     ]
+
+
+def test_history_loaded_after_a_report_shows_on_the_next_one(
+    admin: CatalogueAdmin, api: Api, clock: Clock
+) -> None:
+    key = api.keys["alpha-a"]
+    assert api.get(USAGE, key, days=10).json()["response"][0]["usage"] == 0
+    admin.load(usage=[(1, clock.now.date() - timedelta(days=10), 42)])
+    assert api.get(USAGE, key, days=10).json()["response"][0]["usage"] == 42
+
+
+def test_counts_stay_right_across_midnight(api: Api, clock: Clock) -> None:
+    key = api.keys["alpha-a"]
+    clock.now = datetime(2024, 3, 29, 23, 0, tzinfo=UTC)
+    for _ in range(3):
+        api.get(USAGE, key, days=5)
+    clock.now = datetime(2024, 3, 30, 1, 0, tzinfo=UTC)
+    api.get(USAGE, key, days=5)
+    clock.now = datetime(2024, 3, 31, 1, 0, tzinfo=UTC)
+    entries = api.get(USAGE, key, days=5).json()["response"]
+    assert [(e["date"][:10], e["usage"]) for e in entries[-3:]] == [
+        ("2024-03-29", 3),
+        ("2024-03-30", 1),
+        ("2024-03-31", 1),
+    ]

@@ -265,6 +265,12 @@ class CatalogueAdmin:
             ]
             if usage_rows:
                 db.execute(insert(t.usage_days), usage_rows)
+                # Usage history is cached by the server like catalogue data: say it changed.
+                db.execute(
+                    update(t.catalogue_generation)
+                    .where(t.catalogue_generation.c.id == 1)
+                    .values(value=t.catalogue_generation.c.value + 1)
+                )
             issued: dict[int, IssuedKey] = {}
             for row in app_rows:
                 app = _application(

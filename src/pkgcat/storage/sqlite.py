@@ -17,7 +17,7 @@ import logging
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from heapq import merge
 from itertools import islice
@@ -247,6 +247,8 @@ class SqliteCatalogue:
         self._generation = -1
         self._keys: dict[str, KeyRecord] = {}
         self._buyer_totals: dict[int, int] = {}
+        # Per application: first day asked -> (the day the history stops before, its counts).
+        self._history: dict[int, dict[date, tuple[date, dict[date, int]]]] = {}
         self._marks: dict[int, list[_BuyerKey]] = {}
         self._packages: dict[str, Package] = {}
         self._counts: dict[tuple[int, str], int] = {}
@@ -280,6 +282,7 @@ class SqliteCatalogue:
             self._keys.clear()
             self._packages.clear()
             self._buyer_totals.clear()
+            self._history.clear()
             self._marks.clear()
 
     def _remember(self, cache: dict[K, V], key: K, value: V) -> None:
@@ -366,12 +369,30 @@ class SqliteCatalogue:
         return marks
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
+        # Days before yesterday no longer change (requests are counted on their today):
+        # they are read once per catalogue generation; yesterday and today every time.
+        recent = last - timedelta(days=1)
+        if first >= recent:
+            return self._usage_rows(application_id, first, last)
+        if application_id not in self._history and len(self._history) >= self._cache_size:
+            self._history.clear()  # a crude bound, as for the other caches
+        histories = self._history.setdefault(application_id, {})
+        history = histories.get(first)
+        if history is None or history[0] != recent:
+            counts = self._usage_rows(application_id, first, recent - timedelta(days=1))
+            history = histories[first] = (recent, counts)
+        return history[1] | self._usage_rows(application_id, recent, last)
+
+    def _usage_rows(self, application_id: int, first: date, last: date) -> dict[date, int]:
         rows = self._db.execute(
             _USAGE, (application_id, first.isoformat(), last.isoformat())
         ).fetchall()
         return {date.fromisoformat(day): count for day, count in rows}
 
     async def increment(self, application_id: int, day: date) -> None:
+        histories = self._history.get(application_id)
+        if histories and any(day < stop for stop, _ in histories.values()):
+            del self._history[application_id]  # counted on a day a history holds
         key = (application_id, day.isoformat())
         self._counts[key] = self._counts.get(key, 0) + 1
         committed = self._committed
