@@ -3,62 +3,25 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from pkgcat.client import Client
-from tests.functional.test_server import free_port
+from tests.servers import PKGCAT, demo_server
 
 pytestmark = pytest.mark.server
-
-PKGCAT = str(Path(sys.executable).with_name("pkgcat"))
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One server for the module: the demo catalogue, shape A by default, one app in shape B."""
-    directory = tmp_path_factory.mktemp("served")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
-    env["PKGCAT_DATABASE_URL"] = f"sqlite:///{directory / 'demo.db'}"
-    seeded = subprocess.run(
-        [PKGCAT, "demo", "--json"], env=env, capture_output=True, text=True, check=True
-    )
-    apps = {a["name"]: a for a in json.loads(seeded.stdout)["applications"]}
-    port = free_port()
-    log = (directory / "server.log").open("w+")
-    process = subprocess.Popen(
-        [PKGCAT, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    try:
-        while True:
-            assert process.poll() is None, "the server exited while starting"
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not answer within 30 s"
-                time.sleep(0.05)  # polling for readiness, not timing anything
-        yield {"base": base, "apps": apps, "env": env}
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with demo_server(tmp_path_factory.mktemp("served")) as server:
+        apps = {a["name"]: a for a in server.apps}
+        yield {"base": server.base, "apps": apps, "env": server.env}
 
 
 def test_the_library_reads_both_shapes_of_a_real_server(served: dict[str, Any]) -> None:

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,52 +11,20 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.servers import demo_server
+
 pytestmark = pytest.mark.server
-
-# The console script installed beside the interpreter running the tests.
-PKGCAT = str(Path(sys.executable).with_name("pkgcat"))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
-    env["PKGCAT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'served.db'}"
-    seeded = subprocess.run(
-        [PKGCAT, "demo", "--json"], env=env, capture_output=True, text=True, check=True
-    )
-    apps = json.loads(seeded.stdout)["applications"]
-    port = free_port()
-    log = (tmp_path / "server.log").open("w+")
-    process = subprocess.Popen(
-        [PKGCAT, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    try:
-        while True:
-            assert process.poll() is None, "the server exited while starting"
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not answer within 30 s"
-                time.sleep(0.05)  # polling for readiness, not timing anything
-        yield {"base": base, "apps": apps, "process": process, "log": log}
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    with demo_server(tmp_path) as served:
+        yield {
+            "base": served.base,
+            "apps": served.apps,
+            "process": served.process,
+            "log": served.log,
+        }
 
 
 def test_the_three_operations_over_real_http(server: dict[str, Any]) -> None:
