@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Shape = Literal["A", "B"]
 """The two response shapes of the API (spec section 9); :mod:`pkgcat.shapes` renders them."""
@@ -125,12 +125,15 @@ class BuyersPage:
     buyers: tuple[Purchase, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class UsageDay:
-    """Requests an application made on one calendar day of its time zone."""
+class UsageDay(NamedTuple):
+    """Requests an application made on one calendar day of its time zone.
+
+    A named tuple rather than a frozen dataclass: a usage answer builds up to
+    366 of them, and a tuple is built about three times faster.
+    """
 
     day: date
-    count: int
+    requests: int
 
 
 @dataclass(frozen=True, slots=True)

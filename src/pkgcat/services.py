@@ -110,7 +110,7 @@ class CatalogueService:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         calendar = _days_until(caller.today, days)
         counts = await self._store.usage(caller.application.id, calendar[0], calendar[-1])
-        return [UsageDay(day=day, count=counts.get(day, 0)) for day in calendar]
+        return [UsageDay(day, counts.get(day, 0)) for day in calendar]
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""

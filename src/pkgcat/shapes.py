@@ -52,7 +52,7 @@ def _midnight(day: date, shape: Shape, zone: ZoneInfo) -> str:
 def usage_body(days: list[UsageDay], shape: Shape, zone: ZoneInfo) -> list[dict[str, Any]]:
     """Usage entries (spec 2.1), oldest first; midnight of each day in the zone."""
     entries: list[dict[str, Any]] = [
-        {"date": _midnight(d.day, shape, zone), "usage": d.count} for d in days
+        {"date": _midnight(d.day, shape, zone), "usage": d.requests} for d in days
     ]
     if shape == "B" and entries:
         entries[-1]["usage"] = str(entries[-1]["usage"])

@@ -124,9 +124,9 @@ def without_scheme(address: str) -> str:
     values=st.lists(counts, min_size=1, max_size=40),
 )
 def test_usage(shape: Shape, zone: ZoneInfo, start: date, values: list[int]) -> None:
-    days = [UsageDay(day=start + timedelta(days=n), count=c) for n, c in enumerate(values)]
+    days = [UsageDay(day=start + timedelta(days=n), requests=c) for n, c in enumerate(values)]
     got = read(shapes.usage_body(days, shape, zone), zone).usage()
-    assert [(d.day, d.usage) for d in got] == [(d.day, d.count) for d in days]
+    assert [(d.day, d.usage) for d in got] == [(d.day, d.requests) for d in days]
     for entry, day in zip(got, days, strict=True):
         assert entry.date == datetime(day.day.year, day.day.month, day.day.day, tzinfo=zone)
         assert type(entry.usage) is int

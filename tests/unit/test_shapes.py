@@ -18,7 +18,7 @@ UTC_ZONE = ZoneInfo("UTC")
 @given(st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=40))
 def test_shape_b_turns_only_the_last_count_into_digits(counts: list[int]) -> None:
     start = date(2024, 1, 1)
-    days = [UsageDay(day=start + timedelta(days=n), count=c) for n, c in enumerate(counts)]
+    days = [UsageDay(day=start + timedelta(days=n), requests=c) for n, c in enumerate(counts)]
     entries = usage_body(days, "B", UTC_ZONE)
     assert [e["usage"] for e in entries[:-1]] == counts[:-1]
     assert entries[-1]["usage"] == str(counts[-1])
