@@ -7,7 +7,6 @@ interleaved rounds and prints the medians::
 
     .venv/bin/python bench/details.py                 # 3 rounds of 10 s, about 2.2 minutes
     .venv/bin/python bench/details.py --rounds 1 --duration 3   # a quick look
-    .venv/bin/python bench/details.py --variants      # also the what-ifs of variants.py
 
 On a machine with two cores or more (and ``taskset``), the servers are pinned
 to the first core and wrk to the second, so the two do not compete for one.
@@ -40,13 +39,6 @@ from loadgen import (
 )
 
 RATE_LIMIT = "100000000/hour"  # far above what a run can send: nothing is refused
-VARIANTS = [  # cumulative swaps of bench/variants.py, in the order docs/benchmarks.md ranks them
-    ("details, packages cached", "packages"),
-    ("+ counts group-committed", "packages,group-commit"),
-    ("+ keys cached", "packages,group-commit,keys"),
-    ("+ limiter in a dict", "packages,group-commit,keys,limiter"),
-    ("details, all four, counts batched", "packages,batched,keys,limiter"),
-]
 
 
 def table(summaries: list[Summary], baseline: Summary) -> str:
@@ -139,27 +131,8 @@ def bench(args: argparse.Namespace) -> list[Summary]:
         )
         sizes["baseline (bare ASGI)"] = len(fetch(base_root + "/", key)[1])
 
-        variant_targets: list[Target] = []
-        if args.variants:
-            reference = fetch(api_root + paths["details"], key)[1]
-            for n, (label, variant) in enumerate(VARIANTS, 1):
-                root, _ = start_server(
-                    group,
-                    [sys.executable, str(BENCH_DIR / "variants.py"), "--variant", variant],
-                    "/healthz",
-                    env,
-                    tmp / f"variant-{n}.log",
-                    server_cpus,
-                )
-                status, body = fetch(root + paths["details"], key)
-                if status != 200 or body != reference:
-                    raise RuntimeError(f"variant {variant}: answers differently: {body[:300]!r}")
-                sizes[label] = len(body)
-                variant_targets.append(Target(label, root + paths["details"], key))
-
         targets = [Target("baseline (bare ASGI)", base_root + paths["details"], key)]
         targets += [Target(name, api_root + path, key) for name, path in paths.items()]
-        targets += variant_targets
         pin_note = (
             f"servers on CPU {server_cpus}, wrk on CPU {wrk_cpus}" if server_cpus else "unpinned"
         )
@@ -196,11 +169,6 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--no-pin", dest="pin", action="store_false", help="do not pin servers and wrk to CPUs"
-    )
-    parser.add_argument(
-        "--variants",
-        action="store_true",
-        help="also measure details on the what-if servers of bench/variants.py (adds ~3 minutes)",
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()

@@ -9,8 +9,10 @@ server, for the three operations::
     .venv/bin/python bench/profile_details.py
     .venv/bin/python bench/profile_details.py --pyinstrument   # needs pyinstrument in the venv
 
-The store's methods are coroutines that never suspend, so they are driven
-here without an event loop (one ``send``), which adds well under a microsecond.
+The store's reads are coroutines that never suspend, so they are driven here
+without an event loop (one ``send``), which adds well under a microsecond; what
+may suspend (the rate limiter, the group commit, whole ASGI calls) is timed
+inside one event loop, since a store serves the loop it first counted in.
 """
 
 from __future__ import annotations
@@ -19,27 +21,23 @@ import argparse
 import asyncio
 import gc
 import itertools
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-import variants
+import details
 from pkgcat import keys, shapes
-from pkgcat.config import Settings
-from pkgcat.domain import Caller
 from pkgcat.http import asgi
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import envelope
-from pkgcat.http.routes import ROUTES
+from pkgcat.http.routes import ROUTES, ResponseCache
 from pkgcat.services import CatalogueService, utc_now
 from pkgcat.storage import sqlite as sqlite_store
 from pkgcat.storage.limiter import WindowLimiter
@@ -50,15 +48,6 @@ RATE_LIMIT = "100000000/hour"
 DETAILS = "/1.0/package/details.json"
 USAGE = "/1.0/application/usage.json"
 BUYERS = "/1.0/package/buyers.json"
-ABLATIONS: list[tuple[str, str]] = [
-    ("as served (no swap)", "none"),
-    ("package records cached", "packages"),
-    ("key records cached", "keys"),
-    ("usage counts batched (1 s)", "batched"),
-    ("usage counts group-committed", "group-commit"),
-    ("rate limit in a dict", "limiter"),
-    ("all four (batched counts)", "packages,keys,batched,limiter"),
-]
 
 
 def drive(coro: Coroutine[Any, Any, T]) -> T:
@@ -119,49 +108,45 @@ def http_scope(path: str, query: bytes, key: str) -> dict[str, Any]:
     }
 
 
-def whole_request_us(app: ApiApp, scope: dict[str, Any], number: int, repeat: int = 5) -> float:
-    """One ASGI call of ``app`` (no server), measured inside one event loop."""
+async def whole_request_us(
+    app: ApiApp, scope: dict[str, Any], number: int, repeat: int = 5
+) -> float:
+    """One ASGI call of ``app`` (no server), inside the running event loop."""
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    async def loop() -> list[float]:
-        await app(scope, _null_receive, send)
-        status = sent[0]["status"]
-        if status != 200:
-            raise RuntimeError(f"{scope['path']}: HTTP {status}: {sent[1]['body'][:200]!r}")
-        runs: list[float] = []
+    await app(scope, _null_receive, send)
+    status = sent[0]["status"]
+    if status != 200:
+        raise RuntimeError(f"{scope['path']}: HTTP {status}: {sent[1]['body'][:200]!r}")
+    return await async_per_call_us(lambda: app(scope, _null_receive, send), number, repeat)
+
+
+async def async_per_call_us(
+    make: Callable[[], Awaitable[object]], number: int, repeat: int = 5
+) -> float:
+    """``per_call_us`` for a coroutine that may suspend, inside the running event loop."""
+    await make()  # warm caches
+    runs: list[float] = []
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
         for _ in range(repeat):
             start = time.perf_counter_ns()
             for _ in range(number):
-                await app(scope, _null_receive, send)
+                await make()
             runs.append((time.perf_counter_ns() - start) / number / 1000)
-            sent.clear()
-        return runs
-
-    gc.disable()
-    try:
-        return statistics.median(asyncio.run(loop()))
     finally:
-        gc.enable()
+        if gc_was_enabled:
+            gc.enable()
+    return statistics.median(runs)
 
 
 def seed(database_url: str) -> dict[str, Any]:
     env = dict(os.environ, PKGCAT_DATABASE_URL=database_url)
-    pkgcat = str(Path(sys.executable).with_name("pkgcat"))
-    done = subprocess.run(
-        [pkgcat, "demo", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"pkgcat demo failed:\n{done.stdout}{done.stderr}")
-    demo: dict[str, Any] = json.loads(done.stdout)
-    return demo
+    return details.seed(str(Path(sys.executable).with_name("pkgcat")), env)
 
 
 def profile(database_url: str, scale: float, use_pyinstrument: bool) -> None:
@@ -174,20 +159,31 @@ def profile(database_url: str, scale: float, use_pyinstrument: bool) -> None:
     limiter = WindowLimiter(RATE_LIMIT, "memory://")
     service = CatalogueService(store, store, limiter, default_shape="A", default_timezone="UTC")
     app = ApiApp(service, _site)
+    asyncio.run(_profile(app, store, limiter, service, key, package_id, scale, use_pyinstrument))
 
+
+async def _profile(
+    app: ApiApp,
+    store: SqliteCatalogue,
+    limiter: WindowLimiter,
+    service: CatalogueService,
+    key: str,
+    package_id: str,
+    scale: float,
+    use_pyinstrument: bool,
+) -> None:
+    """Every measurement in one event loop: a store serves the loop it first counted in."""
     details_query = f"package={package_id}".encode()
     scope = http_scope(DETAILS, details_query, key)
 
     # The intermediate values each step hands the next one.
     query, _ = asgi._parse_query(details_query)
     key_hash = keys.hash_key(key)
-    record = drive(store.find_key(key_hash))
-    assert record is not None
-    caller = Caller(application=record.application, key_id=record.id, shape="A", timezone="UTC")
-    app_id = record.application.id
-    day = service.today(caller, utc_now())
-    decision = limiter.hit(app_id)
-    db = store._db  # the store's own connection, to time a bare SELECT on it
+    caller = await service.authenticate(key)
+    record = caller.key
+    app_id = caller.application.id
+    decision = await limiter.hit(app_id)
+    db = store._db  # the store's own connection, to time bare SELECTs on it
     row = db.execute(sqlite_store._PACKAGE, (package_id,)).fetchone()
     package = sqlite_store._package(row)
     zone = ZoneInfo("UTC")
@@ -220,36 +216,32 @@ def profile(database_url: str, scale: float, use_pyinstrument: bool) -> None:
         ("key", "sha256 of the key", lambda: keys.hash_key(key), n(200_000)),
         (
             "key",
-            "key SELECT (join) + KeyRecord",
-            lambda: drive(store.find_key(key_hash)),
+            "catalogue generation read",
+            lambda: db.execute(sqlite_store._GENERATION).fetchone(),
+            n(100_000),
+        ),
+        (
+            "key",
+            "key SELECT (join), uncached",
+            lambda: db.execute(sqlite_store._FIND_KEY, (key_hash,)).fetchone(),
             n(50_000),
         ),
         (
             "key",
-            "constant-time hash compare + Caller",
-            lambda: (
-                keys.same_hash(record.key_hash, key_hash),
-                Caller(application=record.application, key_id=record.id, shape="A", timezone="UTC"),
-            ),
+            "constant-time hash compare",
+            lambda: keys.same_hash(record.key_hash, key_hash),
             n(200_000),
         ),
-        ("rate", "rate limiter hit (limits, memory)", lambda: limiter.hit(app_id), n(50_000)),
         ("rate", "RateLimit-* headers", lambda: asgi._rate_headers(decision), n(200_000)),
         (
             "count",
             "clock + today in the app's zone",
-            lambda: service.today(caller, utc_now()),
+            lambda: utc_now().astimezone(ZoneInfo(caller.timezone)).date(),
             n(100_000),
         ),
         (
-            "count",
-            "usage UPSERT, autocommit (WAL)",
-            lambda: drive(store.increment(app_id, day)),
-            n(10_000),
-        ),
-        (
             "package",
-            "package SELECT with its source (fetchone)",
+            "package SELECT with its source, uncached",
             lambda: db.execute(sqlite_store._PACKAGE, (package_id,)).fetchone(),
             n(50_000),
         ),
@@ -271,28 +263,55 @@ def profile(database_url: str, scale: float, use_pyinstrument: bool) -> None:
     rows: list[tuple[str, str, float]] = [
         (group, label, per_call_us(fn, number)) for group, label, fn, number in pieces
     ]
+    rows.insert(
+        rows.index(next(r for r in rows if r[0] == "rate")),
+        (
+            "rate",
+            "rate limiter hit (limits, memory)",
+            await async_per_call_us(lambda: limiter.hit(app_id), n(50_000)),
+        ),
+    )
+    rows.insert(
+        rows.index(next(r for r in rows if r[0] == "package")),
+        (
+            "count",
+            "usage count, group commit of one request",
+            await async_per_call_us(lambda: store.increment(app_id, caller.today), n(10_000)),
+        ),
+    )
     group_totals: dict[str, float] = {}
     for group, _label, us in rows:
         group_totals[group] = group_totals.get(group, 0.0) + us
-    admit_us = per_call_us(lambda: drive(service.admit(key)), n(20_000))
-    handler_us = per_call_us(lambda: drive(ROUTES[DETAILS](service, caller, query)), n(50_000))
+
+    async def admit() -> None:
+        admitted = await service.authenticate(key)
+        await service.limit(admitted)
+        await service.count(admitted)
+
+    admit_us = await async_per_call_us(admit, n(10_000))
+    handler_us = await async_per_call_us(
+        lambda: ROUTES[DETAILS](service, caller, query, ResponseCache()), n(20_000)
+    )
 
     whole = {
-        "details": whole_request_us(app, scope, n(10_000)),
-        "usage (days=30)": whole_request_us(app, http_scope(USAGE, b"days=30", key), n(2_000)),
-        "buyers (page 1, limit 25)": whole_request_us(
+        "details (answer cached)": await whole_request_us(app, scope, n(10_000)),
+        "usage (days=30)": await whole_request_us(
+            app, http_scope(USAGE, b"days=30", key), n(2_000)
+        ),
+        "buyers (page 1, limit 25, answer cached)": await whole_request_us(
             app,
             http_scope(BUYERS, f"package={package_id}&limit=25&page=1".encode(), key),
-            n(1_000),
+            n(2_000),
         ),
     }
 
+    day = caller.today
     other = {
-        "usage: SELECT 31 days + dict": lambda: drive(
+        "usage: store.usage of 31 days (history kept)": lambda: drive(
             store.usage(app_id, day.fromordinal(day.toordinal() - 30), day)
         ),
         "usage: service.usage (list of UsageDay)": lambda: drive(service.usage(caller, 30)),
-        "buyers: count + page SELECT (one read txn)": lambda: drive(
+        "buyers: total + page (two index ranges)": lambda: drive(
             store.buyers(package.id, package.source.id, limit=25, offset=0)
         ),
     }
@@ -322,8 +341,8 @@ def profile(database_url: str, scale: float, use_pyinstrument: bool) -> None:
     for group, us in group_totals.items():
         print(f"| {group} | {us:.1f} |")
     print()
-    print(f"service.admit (key check, limiter, count, as a whole): {admit_us:.1f} us")
-    print(f"details handler (lookup, render, as a whole):         {handler_us:.1f} us")
+    print(f"admission (authenticate, limit, count, as a whole): {admit_us:.1f} us")
+    print(f"details handler (answer not cached, package cached): {handler_us:.1f} us")
     print()
     print("| operation | whole ASGI call, no server (us) |")
     print("|---|---:|")
@@ -335,30 +354,12 @@ def profile(database_url: str, scale: float, use_pyinstrument: bool) -> None:
     for label, us in other_rows:
         print(f"| {label} | {us:.1f} |")
 
-    # The same request with one piece swapped for a cheaper stand-in (bench/variants.py):
-    # what a piece costs inside a whole request, rather than alone in a tight loop.
-    settings = Settings(database_url=database_url, rate_limit=RATE_LIMIT)
-    ablation = [
-        (
-            label,
-            whole_request_us(
-                variants.build_app(settings, variants.parse_swaps(swaps)), scope, n(5_000)
-            ),
-        )
-        for label, swaps in ABLATIONS
-    ]
-    print()
-    print("| details, whole ASGI call, with | us | saved us |")
-    print("|---|---:|---:|")
-    for label, us in ablation:
-        print(f"| {label} | {us:.1f} | {ablation[0][1] - us:.1f} |")
-
     if use_pyinstrument:
-        run_pyinstrument(app, scope, n(20_000))
-    drive(store.close())
+        await run_pyinstrument(app, scope, n(20_000))
+    await store.close()
 
 
-def run_pyinstrument(app: ApiApp, scope: dict[str, Any], number: int) -> None:
+async def run_pyinstrument(app: ApiApp, scope: dict[str, Any], number: int) -> None:
     try:
         from pyinstrument import Profiler
     except ImportError:
@@ -370,13 +371,10 @@ def run_pyinstrument(app: ApiApp, scope: dict[str, Any], number: int) -> None:
     async def send(_message: dict[str, Any]) -> None:
         return None
 
-    async def loop() -> None:
-        for _ in range(number):
-            await app(scope, _null_receive, send)
-
-    profiler = Profiler(interval=0.0001)
+    profiler = Profiler(interval=0.0001, async_mode="disabled")
     profiler.start()
-    asyncio.run(loop())
+    for _ in range(number):
+        await app(scope, _null_receive, send)
     profiler.stop()
     print()
     print(profiler.output_text(unicode=False, color=False, show_all=False))
