@@ -12,8 +12,10 @@ import httpx
 import jsonschema
 import pytest
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from pkgcat.app import create_app
+from pkgcat.cli import app as cli
 from pkgcat.config import Settings
 from pkgcat.http.openapi import openapi_document
 from pkgcat.storage.admin import CatalogueAdmin
@@ -162,3 +164,17 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("PKGCAT_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The ``pkgcat`` command in-process on a fresh database file; ``run.url`` names it."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        return runner.invoke(cli, list(args), catch_exceptions=False)
+
+    invoke.url = url  # type: ignore[attr-defined]  # tests that open the app need the file
+    return invoke

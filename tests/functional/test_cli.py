@@ -4,30 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from typer.testing import CliRunner
 
 from pkgcat.app import create_app
-from pkgcat.cli import app as cli
 from pkgcat.config import Settings
 from pkgcat.storage.migrate import head_revision
-
-
-@pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Any:
-        return runner.invoke(cli, list(args), catch_exceptions=False)
-
-    invoke.url = url  # type: ignore[attr-defined]  # handy for tests that open the app
-    return invoke
 
 
 def api_for(url: str) -> TestClient:

@@ -17,9 +17,7 @@ import lz4.frame
 import pytest
 import zstandard
 from sqlalchemy import select
-from typer.testing import CliRunner
 
-from pkgcat.cli import app as cli
 from pkgcat.ingest import ImportOptions, ImportSummary, import_repository
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
@@ -87,19 +85,6 @@ def records(admin: CatalogueAdmin, package: str | None = None) -> list[Any]:
 def count(admin: CatalogueAdmin, table: Any) -> int:
     with admin.engine.connect() as db:
         return len(db.execute(select(table.c.id)).all())
-
-
-@pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Any:
-        return runner.invoke(cli, list(args), catch_exceptions=False)
-
-    invoke.url = url  # type: ignore[attr-defined]  # the tests that serve the catalogue need it
-    return invoke
 
 
 # Generated repositories ------------------------------------------------------------------------
