@@ -14,7 +14,6 @@ Scope = Literal["package", "source"]
 """What a purchase pays for: one package, or every paid package of its source."""
 
 SHAPES: tuple[Shape, ...] = ("A", "B")
-SCOPES: tuple[Scope, ...] = ("package", "source")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ class ApiError(Exception):
     code: ClassVar[int]
     status: ClassVar[int]
     when: ClassVar[str]
+    """When the API answers with it: the OpenAPI document's description of the error."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -39,7 +40,7 @@ class InvalidArgument(ApiError):
 
 
 class Unauthenticated(ApiError):
-    code, status, when = 5, 401, "missing, unknown or revoked secret key"
+    code, status, when = 5, 401, "missing, unknown or revoked secret key, or two different keys"
 
 
 class UnknownVersion(ApiError):
@@ -59,7 +60,7 @@ class PermissionDenied(ApiError):
 
 
 class RateLimited(ApiError):
-    code, status, when = 13, 429, "rate limit exceeded"
+    code, status, when = 13, 429, "rate limit exceeded (the request was not counted)"
 
     def __init__(self, decision: RateDecision) -> None:
         super().__init__(
@@ -70,7 +71,7 @@ class RateLimited(ApiError):
 
 
 class InternalError(ApiError):
-    code, status, when = 15, 500, "internal error"
+    code, status, when = 15, 500, "internal error; the body carries a request id"
 
 
 ERROR_TABLE: tuple[type[ApiError], ...] = (

@@ -249,17 +249,14 @@ def _error(error: type[ApiError], description: str) -> Schema:
 
 
 def _errors(*codes: int, arguments: str) -> dict[str, Schema]:
+    """The error responses of an operation, described by the error table itself."""
     by_code = {e.code: e for e in ERROR_TABLE}
-    descriptions = {
-        2: f"invalid {arguments}",
-        5: "missing, unknown or revoked secret key, or two different keys",
-        7: "method other than GET",
-        8: "package not found, or offline and not the caller's",
-        12: "the package belongs to another source",
-        13: "rate limit exceeded (the request was not counted)",
-        15: "internal error; the body carries a request id",
+    return {
+        str(by_code[c].status): _error(
+            by_code[c], f"invalid {arguments}" if c == 2 else by_code[c].when
+        )
+        for c in codes
     }
-    return {str(by_code[c].status): _error(by_code[c], descriptions[c]) for c in codes}
 
 
 def _int_param(
