@@ -325,6 +325,19 @@ class SqliteCatalogue:
         self, package_row_id: int, source_id: int, limit: int, offset: int
     ) -> tuple[int, list[Purchase]]:
         db = self._db
+        # One read transaction: the generation checked, the total, the marks and the
+        # page all come from the same snapshot, so the total and the page agree.
+        db.execute("BEGIN")
+        try:
+            self._revalidate()
+            return self._buyers_page(package_row_id, source_id, limit, offset)
+        finally:
+            db.execute("COMMIT")
+
+    def _buyers_page(
+        self, package_row_id: int, source_id: int, limit: int, offset: int
+    ) -> tuple[int, list[Purchase]]:
+        db = self._db
         total = self._buyer_totals.get(package_row_id)
         if total is None:
             (total,) = db.execute(_BUYERS_COUNT, (package_row_id, source_id)).fetchone()
