@@ -148,7 +148,7 @@ class Caller:
     today: date
     """The calendar day of ``now`` in ``timezone``: the day the request is counted on."""
     generation: int
-    """The catalogue's generation when the request arrived (see ``CatalogueStore.generation``)."""
+    """The catalogue's generation when the request arrived (see ``CatalogueReader.generation``)."""
 
 
 @dataclass(frozen=True, slots=True)

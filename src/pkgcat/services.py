@@ -22,14 +22,12 @@ from pkgcat.errors import (
     RateLimited,
     Unauthenticated,
 )
-from pkgcat.storage.interfaces import CatalogueStore, RateLimiter, UsageCounter
+from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
 
 Clock = Callable[[], datetime]
 
 DAYS_DEFAULT, DAYS_MAX = 30, 365
 LIMIT_DEFAULT, LIMIT_MAX = 25, 100
-TOUCH_INTERVAL = 60
-"""A key's ``last_used_at`` is written at most once a minute, to keep writes off the hot path."""
 
 
 def utc_now() -> datetime:
@@ -47,7 +45,7 @@ class CatalogueService:
 
     def __init__(
         self,
-        store: CatalogueStore,
+        catalogue: CatalogueReader,
         counter: UsageCounter,
         limiter: RateLimiter,
         *,
@@ -55,7 +53,7 @@ class CatalogueService:
         default_timezone: str,
         clock: Clock = utc_now,
     ) -> None:
-        self._store = store
+        self._catalogue = catalogue
         self._counter = counter
         self._limiter = limiter
         self._default_shape = default_shape
@@ -69,10 +67,10 @@ class CatalogueService:
         if not keys.is_well_formed(secret_key):
             raise Unauthenticated("secret_key: not a valid secret key")
         key_hash = keys.hash_key(secret_key)
-        generation = await self._store.generation()  # first: caches are checked against it
+        generation = await self._catalogue.generation()  # first: caches are checked against it
         # Looked up by its hash: a timing difference could only tell an attacker about
         # hashes, never about keys; the stored hash is then compared in constant time.
-        record = await self._store.find_key(key_hash)
+        record = await self._catalogue.find_key(key_hash)
         if record is None or not keys.same_hash(record.key_hash, key_hash):
             raise Unauthenticated("secret_key: unknown or revoked secret key")
         app = record.application
@@ -98,18 +96,16 @@ class CatalogueService:
 
     async def count(self, caller: Caller) -> None:
         """Count the request on the caller's today; durable when this returns."""
-        seconds = int(caller.now.timestamp())
-        last_used = caller.key.last_used_at
-        if last_used is None or seconds - last_used >= TOUCH_INTERVAL:
-            await self._store.touch_key(caller.key, seconds)  # committed with the count
-        await self._counter.increment(caller.application.id, caller.today)
+        await self._counter.record(
+            caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
+        )
 
     async def usage(self, caller: Caller, days: int = DAYS_DEFAULT) -> list[UsageDay]:
         """Today and the ``days`` before it, oldest first, days without requests at 0."""
         if not 1 <= days <= DAYS_MAX:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         calendar = _days_until(caller.today, days)
-        counts = await self._store.usage(caller.application.id, calendar[0], calendar[-1])
+        counts = await self._counter.usage(caller.application.id, calendar[0], calendar[-1])
         return [UsageDay(day, counts.get(day, 0)) for day in calendar]
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
@@ -117,7 +113,7 @@ class CatalogueService:
         package_id = package_id.strip()
         if not package_id:
             raise InvalidArgument("package", "missing; give a package identifier")
-        package = await self._store.package(package_id)
+        package = await self._catalogue.package(package_id)
         if package is None or (
             not package.online and package.source.id != caller.application.source_id
         ):
@@ -146,7 +142,7 @@ class CatalogueService:
         if package.is_free:
             raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
         start = (page - 1) * limit
-        total, purchases = await self._store.buyers(
-            package.id, package.source.id, limit=limit, offset=start
+        found = await self._catalogue.buyers(package.id, package.source.id, limit, start)
+        return BuyersPage(
+            start=start, limit=limit, total=found.total, page=page, buyers=tuple(found.purchases)
         )
-        return BuyersPage(start=start, limit=limit, total=total, page=page, buyers=tuple(purchases))

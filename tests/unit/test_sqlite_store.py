@@ -1,4 +1,4 @@
-"""The SQLite store's group commit: durable counts, a busy write lock, failures, loops."""
+"""The SQLite counter's own behaviour: a busy write lock, loops, checkpoints (the contract suite covers the rest)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,15 @@ from datetime import date
 
 import pytest
 
-from pkgcat.storage.sqlite import SqliteCatalogue, sqlite_path
+from pkgcat.storage.sqlite import SqliteCounter, SqliteDatabase, sqlite_path
 
 DAY = date(2024, 3, 31)
+WHEN = 1_711_886_400
+
+
+@pytest.fixture
+def database_url(sqlite_url: str) -> str:
+    return sqlite_url
 
 
 def stored(database_url: str) -> int:
@@ -29,12 +35,12 @@ def hold_write_lock(database_url: str) -> sqlite3.Connection:
 def test_counts_of_one_turn_share_a_commit_and_all_land(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url)
+    store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
-        await asyncio.gather(*(store.increment(1, DAY) for _ in range(40)))
+        await asyncio.gather(*(store.record(1, DAY, 1, WHEN) for _ in range(40)))
         assert stored(database_url) == 40
-        await store.increment(3, DAY)
+        await store.record(3, DAY, 3, WHEN)
 
     asyncio.run(main())
     assert stored(database_url) == 41
@@ -43,11 +49,11 @@ def test_counts_of_one_turn_share_a_commit_and_all_land(
 def test_a_busy_write_lock_is_waited_for_without_blocking_the_loop(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url)
+    store = SqliteCounter(SqliteDatabase(database_url))
     other = hold_write_lock(database_url)
 
     async def main() -> None:
-        counting = asyncio.create_task(store.increment(1, DAY))
+        counting = asyncio.create_task(store.record(1, DAY, 1, WHEN))
         # The loop stays free while the lock is held: other work runs, the count waits.
         for _ in range(20):
             await asyncio.sleep(0.001)
@@ -63,14 +69,14 @@ def test_a_busy_write_lock_is_waited_for_without_blocking_the_loop(
 def test_a_lock_held_too_long_fails_the_waiting_counts_and_leaves_the_store_usable(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url, busy_budget=0.05)
+    store = SqliteCounter(SqliteDatabase(database_url), busy_budget=0.05)
     other = hold_write_lock(database_url)
 
     async def main() -> None:
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            await asyncio.wait_for(store.increment(1, DAY), timeout=10)
+            await asyncio.wait_for(store.record(1, DAY, 1, WHEN), timeout=10)
         other.execute("ROLLBACK")
-        await store.increment(1, DAY)  # no transaction or lock was left behind
+        await store.record(1, DAY, 1, WHEN)  # no transaction or lock was left behind
 
     asyncio.run(main())
     assert stored(database_url) == 1
@@ -82,12 +88,12 @@ def test_a_lock_held_too_long_fails_the_waiting_counts_and_leaves_the_store_usab
 def test_a_failing_statement_rolls_back_and_the_next_commit_works(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url)
+    store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
         with pytest.raises(sqlite3.IntegrityError):
-            await store.increment(999, DAY)  # no such application: a foreign key fails
-        await store.increment(1, DAY)
+            await store.record(999, DAY, 1, WHEN)  # no such application: a foreign key fails
+        await store.record(1, DAY, 1, WHEN)
 
     asyncio.run(main())
     assert stored(database_url) == 1
@@ -96,11 +102,11 @@ def test_a_failing_statement_rolls_back_and_the_next_commit_works(
 def test_a_cancelled_caller_does_not_cancel_the_others_commit(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url)
+    store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
-        leaving = asyncio.create_task(store.increment(1, DAY))
-        staying = asyncio.create_task(store.increment(1, DAY))
+        leaving = asyncio.create_task(store.record(1, DAY, 1, WHEN))
+        staying = asyncio.create_task(store.record(1, DAY, 1, WHEN))
         await asyncio.sleep(0)
         leaving.cancel()
         await staying
@@ -110,19 +116,19 @@ def test_a_cancelled_caller_does_not_cancel_the_others_commit(
 
 
 def test_one_store_serves_one_event_loop(database_url: str, catalogue: dict[str, str]) -> None:
-    store = SqliteCatalogue(database_url)
-    asyncio.run(store.increment(1, DAY))
+    store = SqliteCounter(SqliteDatabase(database_url))
+    asyncio.run(store.record(1, DAY, 1, WHEN))
     with pytest.raises(RuntimeError, match="one event loop"):
-        asyncio.run(store.increment(1, DAY))
+        asyncio.run(store.record(1, DAY, 1, WHEN))
 
 
 def test_counts_reach_the_database_file_through_the_checkpoint_thread(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url)
+    store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
-        await store.increment(1, DAY)
+        await store.record(1, DAY, 1, WHEN)
         await store.close()  # waits for the checkpoint the commit started
 
     asyncio.run(main())
@@ -136,11 +142,12 @@ def test_counts_reach_the_database_file_through_the_checkpoint_thread(
 def test_the_request_connection_never_checkpoints_inside_a_commit(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    store = SqliteCatalogue(database_url)
+    database = SqliteDatabase(database_url)
+    store = SqliteCounter(database)
 
     async def main() -> int:
-        await store.increment(1, DAY)
-        (pages,) = store._db.execute("PRAGMA wal_autocheckpoint").fetchone()
+        await store.record(1, DAY, 1, WHEN)
+        (pages,) = database.db.execute("PRAGMA wal_autocheckpoint").fetchone()
         await store.close()
         return int(pages)
 

@@ -30,7 +30,7 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
-from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, ResponseCache
+from pkgcat.http.routes import RESPONSE_CACHE_SIZE, ROUTES, VERSION, Handler, Query, ResponseCache
 from pkgcat.services import CatalogueService
 
 log = logging.getLogger("pkgcat.http")
@@ -88,7 +88,7 @@ class ApiApp:
     def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
         self.service = service
         self.site = site
-        self.responses = ResponseCache()
+        self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)

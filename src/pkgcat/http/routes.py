@@ -10,6 +10,7 @@ from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
 from pkgcat.services import DAYS_DEFAULT, LIMIT_DEFAULT, CatalogueService
+from pkgcat.storage.cache import GenerationCache
 
 Query = dict[str, str]
 Handler = Callable[[CatalogueService, Caller, Query, "ResponseCache"], Awaitable[bytes]]
@@ -29,31 +30,14 @@ def integer(query: Query, name: str, default: int) -> int:
     return int(text)
 
 
-class ResponseCache:
-    """Rendered answers that depend only on the catalogue, for one catalogue generation.
+ResponseCache = GenerationCache[tuple[object, ...], bytes]
+"""Rendered answers that depend only on the catalogue, for one catalogue generation.
 
-    Details and buyers pages are the same bytes for every request with the same
-    parameters, caller source, shape and zone until the catalogue changes; the
-    store's generation says when it does, and then every entry is dropped.
-    Usage answers change with every request and are never cached.
-    """
-
-    def __init__(self, size: int = 20_000) -> None:
-        self._size = size
-        self._generation = -1
-        self._bodies: dict[tuple[object, ...], bytes] = {}
-
-    def get(self, generation: int, key: tuple[object, ...]) -> bytes | None:
-        if generation != self._generation:
-            self._generation = generation
-            self._bodies.clear()
-            return None
-        return self._bodies.get(key)
-
-    def put(self, key: tuple[object, ...], body: bytes) -> None:
-        if len(self._bodies) >= self._size:
-            self._bodies.clear()  # a crude bound: a full cache starts over
-        self._bodies[key] = body
+Details and buyers pages are the same bytes for every request with the same
+parameters, caller source, shape and zone until the catalogue changes. Usage
+answers change with every request and are never cached.
+"""
+RESPONSE_CACHE_SIZE = 20_000
 
 
 def _view(caller: Caller) -> tuple[object, ...]:
@@ -75,7 +59,7 @@ async def details(
     if body is None:
         package = await service.package_details(caller, package_id)
         body = envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
-        cache.put(key, body)
+        cache.put(caller.generation, key, body)
     return body
 
 
@@ -90,7 +74,7 @@ async def buyers(
     if body is None:
         result = await service.buyers(caller, package_id, limit=limit, page=page)
         body = envelope(shapes.buyers_body(result, caller.shape, ZoneInfo(caller.timezone)))
-        cache.put(key, body)
+        cache.put(caller.generation, key, body)
     return body
 
 

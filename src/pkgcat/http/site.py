@@ -6,6 +6,7 @@ served from the ``swagger-ui-py`` package's files, so it works offline.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -43,7 +44,13 @@ _DOCS_PAGE = """<!doctype html>
 """
 
 
-def create_site(on_shutdown: Callable[[], Awaitable[None]]) -> Starlette:
+Readiness = Callable[[], Awaitable[dict[str, object]]]
+"""Checks the backends; returns what it found, raises when one is not usable."""
+
+log = logging.getLogger("pkgcat.http")
+
+
+def create_site(on_shutdown: Callable[[], Awaitable[None]], ready: Readiness) -> Starlette:
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
@@ -54,6 +61,17 @@ def create_site(on_shutdown: Callable[[], Awaitable[None]]) -> Starlette:
 
     async def health(_request: Request) -> Response:
         return Response(b'{"status":"ok"}', media_type="application/json")
+
+    async def readiness(_request: Request) -> Response:
+        # Liveness (/healthz) says the process answers; readiness says it can serve:
+        # the database answers, and how far this worker's caches have caught up.
+        try:
+            found = await ready()
+        except Exception as error:
+            log.warning("not ready: %s", type(error).__name__)
+            body = {"status": "unavailable", "reason": f"database: {type(error).__name__}"}
+            return Response(orjson.dumps(body), status_code=503, media_type="application/json")
+        return Response(orjson.dumps({"status": "ready", **found}), media_type="application/json")
 
     async def home(_request: Request) -> Response:
         return RedirectResponse("/docs")
@@ -85,6 +103,7 @@ def create_site(on_shutdown: Callable[[], Awaitable[None]]) -> Starlette:
             Route("/docs", docs),
             Mount("/docs/static", StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
             Route("/healthz", health),
+            Route("/readyz", readiness),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,

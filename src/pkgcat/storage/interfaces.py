@@ -1,27 +1,82 @@
-"""What the use cases need from storage, as Protocols.
+"""What the use cases need from storage, as Protocols: four seams, each with its own backends.
 
-The request path talks only to these. :mod:`pkgcat.storage.sqlite` implements
-the store and the counter on SQLite; :mod:`pkgcat.storage.limiter` implements
-the limiter on the ``limits`` library. Other backends (PostgreSQL, Redis) plug
-in here without the services or the HTTP layer changing.
+- :class:`CatalogueReader`: keys, packages and buyers, read by the request path.
+  Backends: :mod:`pkgcat.storage.sqlite.catalogue`, :mod:`pkgcat.storage.postgres.catalogue`.
+  :class:`pkgcat.storage.cache.CachedCatalogue` wraps any of them.
+- :class:`ChangeFeed`: how a process learns that the catalogue changed (the
+  catalogue generation), so caches know when to drop what they hold.
+- :class:`UsageCounter`: the durable per-day request counts and the keys'
+  last-used times, and the reads of those counts.
+- :class:`RateLimiter`: one limit per application, in process memory or Redis.
+
+Writes (operator commands and imports) go through :mod:`pkgcat.storage.admin`
+and :mod:`pkgcat.storage.writes`, on SQLAlchemy Core: the same code for every
+database, with the dialect's differences kept inside those modules.
 """
 
 from __future__ import annotations
 
 from datetime import date
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pkgcat.domain import KeyRecord, Package, Purchase, RateDecision
 
+BuyerKey = tuple[int, str]
+"""Where a buyer stands in newest-first order: (purchased_at, txn_id)."""
 
-class CatalogueStore(Protocol):
+
+class BuyersHint(NamedTuple):
+    """What a reader may reuse from an earlier read of the same package's buyers.
+
+    Valid only while the catalogue generation is still ``generation``; a
+    reader checks that inside its snapshot and ignores a stale hint.
+    """
+
+    generation: int
+    total: int | None
+    """The number of buyers, when known."""
+    position: int = 0
+    """How many buyers come up to and including ``after``."""
+    after: BuyerKey | None = None
+    """Start right after this buyer instead of at the newest."""
+
+
+class BuyersSlice(NamedTuple):
+    """Buyers read in one snapshot: its generation, the total and the slice asked for."""
+
+    generation: int
+    total: int
+    purchases: list[Purchase]
+
+
+class ChangeFeed(Protocol):
+    """The catalogue generation: a number that changes whenever anything the API reads changes.
+
+    Triggers (migration 0003) increment it on every change to sources,
+    applications, keys (other than their last-used time), packages and
+    purchases, and the operator's statistics loads increment it too.
+    """
+
+    def current(self) -> int:
+        """The generation as this process knows it now, read once at the start of a request.
+
+        A negative number means "unknown": nothing may be served from a cache.
+        """
+        ...
+
+    async def close(self) -> None: ...
+
+
+class CatalogueReader(Protocol):
     """Reads of the catalogue that the three operations make."""
 
     async def generation(self) -> int:
-        """A number that changes whenever anything the operations read changes.
+        """The catalogue generation, read first by every request.
 
-        Called first by every request; what depends only on the catalogue (not on
-        usage counts) may be cached for as long as it stays the same.
+        What depends only on the catalogue may be cached for as long as it
+        stays the same. A backend reads it from the database; the cache layer
+        answers from its :class:`ChangeFeed`, without a round trip where the
+        database pushes changes.
         """
         ...
 
@@ -29,36 +84,52 @@ class CatalogueStore(Protocol):
         """The live (not revoked) key with this hash, with its application."""
         ...
 
-    async def touch_key(self, record: KeyRecord, when: int) -> None:
-        """Record that the key was used at ``when`` (unix seconds); durable with the next count."""
-        ...
-
     async def package(self, package_id: str) -> Package | None:
         """The package with this identifier, online or not."""
         ...
 
     async def buyers(
-        self, package_row_id: int, source_id: int, limit: int, offset: int
-    ) -> tuple[int, list[Purchase]]:
-        """The total number of buyers of a package and one slice of them.
+        self,
+        package_row_id: int,
+        source_id: int,
+        limit: int,
+        offset: int,
+        hint: BuyersHint | None = None,
+    ) -> BuyersSlice:
+        """The total number of buyers of a package and one slice of them, from one snapshot.
 
         Buyers are the package's own purchases and the purchases of its whole
-        source, newest first, ties broken by ``txn_id``.
+        source, newest first, ties broken by ``txn_id``. A ``hint`` whose
+        generation is still the snapshot's spares the count, and lets the
+        reader start at a known buyer instead of skipping ``offset`` of them.
         """
         ...
 
-    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
-        """Counted requests per day between ``first`` and ``last`` inclusive (days with none absent)."""
+    async def buyer_marks(
+        self, package_row_id: int, source_id: int, every: int
+    ) -> tuple[int, list[BuyerKey]]:
+        """The generation read and the key of every ``every``-th buyer (1-based), in one snapshot."""
         ...
 
     async def close(self) -> None: ...
 
 
 class UsageCounter(Protocol):
-    """Durable per-day request counters."""
+    """Durable per-day request counts, and the last-used time of each key."""
 
-    async def increment(self, application_id: int, day: date) -> None:
-        """Add one request to ``day``; durable when the call returns."""
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
+        """Count one request on ``day``, and note that key ``key_id`` was used at ``when``.
+
+        The count is durable when the call returns. Last-used times may be kept
+        at a coarser resolution (a minute) to keep writes off the hot path.
+        """
+        ...
+
+    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
+        """Counted requests per day between ``first`` and ``last`` inclusive (days with none absent).
+
+        Includes every count that any process has returned from :meth:`record`.
+        """
         ...
 
     async def close(self) -> None: ...
@@ -70,3 +141,5 @@ class RateLimiter(Protocol):
     async def hit(self, application_id: int) -> RateDecision:
         """Count one request against the limit unless it is already exhausted."""
         ...
+
+    async def close(self) -> None: ...

@@ -1,11 +1,10 @@
-"""The per-application rate limit, on the maintained ``limits`` library.
+"""The per-application rate limit in process memory, on the maintained ``limits`` library.
 
 A fixed window (``limits``' ``FixedWindowRateLimiter``, its asyncio flavour):
 ``N/hour`` admits N requests per application in a window that opens with the
 application's first request and lasts an hour; ``RateLimit-Reset`` is the
-time left in it. The counts live in the storage that
-``PKGCAT_RATE_LIMIT_STORAGE`` names: ``memory://`` (one process) by default,
-``redis://host:port`` where several workers or machines must share one limit.
+time left in it. The counts are this process's own: with several workers or
+hosts, set ``PKGCAT_REDIS_URL`` (:mod:`pkgcat.storage.redis.limiter`).
 """
 
 from __future__ import annotations
@@ -21,18 +20,11 @@ from pkgcat.domain import RateDecision
 
 
 class WindowLimiter:
-    """:class:`~pkgcat.storage.interfaces.RateLimiter` on a ``limits`` storage."""
+    """:class:`~pkgcat.storage.interfaces.RateLimiter` in one process's memory."""
 
-    def __init__(
-        self, rate_limit: str, storage_uri: str = "memory://", namespace: str = "pkgcat"
-    ) -> None:
+    def __init__(self, rate_limit: str) -> None:
         self._item = parse(rate_limit)
-        # The asyncio flavour of each storage: a Redis round trip never blocks the loop.
-        options = {"implementation": "redispy"} if storage_uri.startswith("redis") else {}
-        self._limiter = FixedWindowRateLimiter(
-            storage_from_string(f"async+{storage_uri}", **options)
-        )
-        self._namespace = namespace
+        self._limiter = FixedWindowRateLimiter(storage_from_string("async+memory://"))
 
     @property
     def limit(self) -> int:
@@ -40,8 +32,8 @@ class WindowLimiter:
 
     async def hit(self, application_id: int) -> RateDecision:
         key = str(application_id)
-        allowed = await self._limiter.hit(self._item, self._namespace, key)
-        stats = await self._limiter.get_window_stats(self._item, self._namespace, key)
+        allowed = await self._limiter.hit(self._item, key)
+        stats = await self._limiter.get_window_stats(self._item, key)
         reset_after = max(1, math.ceil(stats.reset_time - time.time()))
         return RateDecision(
             allowed=allowed,
@@ -49,3 +41,6 @@ class WindowLimiter:
             remaining=max(0, stats.remaining),
             reset_after=reset_after,
         )
+
+    async def close(self) -> None:
+        """Nothing to release: the counts live in this process."""

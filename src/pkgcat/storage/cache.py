@@ -1,0 +1,196 @@
+"""One generation-aware cache in front of any catalogue backend.
+
+What the request path reads from the catalogue (keys, packages, the marks of
+deep buyers pages, usage days that can no longer change) stays the same until
+the catalogue generation changes (:class:`~pkgcat.storage.interfaces.ChangeFeed`).
+:class:`CachedCatalogue` keeps those reads in memory for one generation and
+drops them all when it moves. The feed decides what "now" costs: on SQLite it
+is read from the file, in process; on PostgreSQL it is pushed by the database
+(LISTEN/NOTIFY), so a request costs no round trip to learn it.
+
+Every entry is stored under the generation its read *started* in, and only
+while that is still the cache's generation: a slow read that raced a change is
+never kept. :class:`GenerationCache` is the one such map, also used for the
+rendered answers of the HTTP layer.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Generic, TypeVar
+
+from pkgcat.domain import KeyRecord, Package
+from pkgcat.storage.interfaces import (
+    BuyerKey,
+    BuyersHint,
+    BuyersSlice,
+    CatalogueReader,
+    ChangeFeed,
+    UsageCounter,
+)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+MARK_EVERY = 100
+"""Deep buyers pages seek to a mark kept every this many buyers (the largest page)."""
+
+
+class GenerationCache(Generic[K, V]):
+    """Values valid for one catalogue generation, at most ``size`` of them."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._generation = -1
+        self._values: dict[K, V] = {}
+
+    def get(self, generation: int, key: K) -> V | None:
+        if generation != self._generation:
+            # Generations only grow: a request that started before the last change
+            # misses, and leaves the newer entries alone.
+            if generation > self._generation or generation < 0:
+                self._generation = generation
+                self._values.clear()
+            return None
+        return self._values.get(key)
+
+    def put(self, generation: int, key: K, value: V) -> None:
+        """Keep ``value``, read in ``generation``, unless the cache has moved on (or never trusts)."""
+        if generation != self._generation or generation < 0:
+            return
+        if len(self._values) >= self._size:
+            self._values.clear()  # a crude bound: a full cache starts over
+        self._values[key] = value
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+class CachedCatalogue:
+    """A :class:`CatalogueReader` in front of another, caching what the generation covers."""
+
+    def __init__(self, reader: CatalogueReader, changes: ChangeFeed, *, size: int = 10_000) -> None:
+        self._reader = reader
+        self._changes = changes
+        self._generation = -1
+        self._keys: GenerationCache[str, KeyRecord] = GenerationCache(size)
+        self._packages: GenerationCache[str, Package] = GenerationCache(size)
+        self._totals: GenerationCache[int, int] = GenerationCache(size)
+        self._marks: GenerationCache[int, list[BuyerKey]] = GenerationCache(size)
+
+    async def generation(self) -> int:
+        self._generation = self._changes.current()
+        return self._generation
+
+    async def freshness(self) -> tuple[int, int]:
+        """The generation in the database now, and the one this cache knows of.
+
+        Equal when every change committed so far has reached this process; on
+        PostgreSQL the second follows the first within a notification's trip.
+        """
+        return await self._reader.generation(), self._changes.current()
+
+    @property
+    def known_generation(self) -> int:
+        """The generation read by the latest request, without reading it again."""
+        return self._generation
+
+    async def find_key(self, key_hash: str) -> KeyRecord | None:
+        generation = self._generation
+        record = self._keys.get(generation, key_hash)
+        if record is None:
+            record = await self._reader.find_key(key_hash)
+            if record is not None:  # unknown keys are not cached: they would fill memory
+                self._keys.put(generation, key_hash, record)
+        return record
+
+    async def package(self, package_id: str) -> Package | None:
+        generation = self._generation
+        package = self._packages.get(generation, package_id)
+        if package is None:
+            package = await self._reader.package(package_id)
+            if package is not None:
+                self._packages.put(generation, package_id, package)
+        return package
+
+    async def buyers(
+        self,
+        package_row_id: int,
+        source_id: int,
+        limit: int,
+        offset: int,
+        hint: BuyersHint | None = None,  # noqa: ARG002 - the cache makes its own, from what it holds
+    ) -> BuyersSlice:
+        generation = self._generation
+        total = self._totals.get(generation, package_row_id)
+        position, after = 0, None
+        if offset >= 2 * MARK_EVERY:
+            marks = self._marks.get(generation, package_row_id)
+            if marks is None:
+                read_in, marks = await self._reader.buyer_marks(
+                    package_row_id, source_id, MARK_EVERY
+                )
+                if read_in == generation:
+                    self._marks.put(generation, package_row_id, marks)
+            index = min(offset // MARK_EVERY, len(marks))
+            if index:
+                position, after = index * MARK_EVERY, marks[index - 1]
+        found = await self._reader.buyers(
+            package_row_id,
+            source_id,
+            limit,
+            offset,
+            BuyersHint(generation, total, position, after),
+        )
+        if found.generation == generation:
+            self._totals.put(generation, package_row_id, found.total)
+        return found
+
+    async def buyer_marks(
+        self, package_row_id: int, source_id: int, every: int
+    ) -> tuple[int, list[BuyerKey]]:
+        return await self._reader.buyer_marks(package_row_id, source_id, every)
+
+    async def close(self) -> None:
+        await self._reader.close()
+        await self._changes.close()
+
+
+class CachedUsage:
+    """A :class:`UsageCounter` in front of another: history that cannot change, read once.
+
+    Counting passes straight through. Usage reads take the days before
+    yesterday (no request can be counted on them any more) from the cache,
+    for as long as the catalogue's generation holds (operator loads of usage
+    statistics move it), and only the last two days from the counter.
+    """
+
+    def __init__(
+        self, counter: UsageCounter, catalogue: CachedCatalogue, *, size: int = 10_000
+    ) -> None:
+        self._counter = counter
+        self._catalogue = catalogue
+        # (application, first day asked) -> (the day the history stops before, its counts)
+        self._history: GenerationCache[tuple[int, date], tuple[date, dict[date, int]]] = (
+            GenerationCache(size)
+        )
+
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
+        await self._counter.record(application_id, day, key_id, when)
+
+    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
+        # Days before yesterday no longer change (requests are counted on their today):
+        # they are read once per catalogue generation; yesterday and today every time.
+        recent = last - timedelta(days=1)
+        if first >= recent:
+            return await self._counter.usage(application_id, first, last)
+        generation = self._catalogue.known_generation
+        history = self._history.get(generation, (application_id, first))
+        if history is None or history[0] != recent:
+            counts = await self._counter.usage(application_id, first, recent - timedelta(days=1))
+            history = (recent, counts)
+            self._history.put(generation, (application_id, first), history)
+        return history[1] | await self._counter.usage(application_id, recent, last)
+
+    async def close(self) -> None:
+        await self._counter.close()

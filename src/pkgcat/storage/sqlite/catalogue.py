@@ -1,0 +1,118 @@
+"""The catalogue reader and change feed on SQLite (:mod:`pkgcat.storage.interfaces`).
+
+No caching here: :class:`pkgcat.storage.cache.CachedCatalogue` wraps this
+reader. A read that must agree with itself (a buyers page and its total) runs
+in one read transaction, which SQLite's WAL mode serves from one snapshot.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from pkgcat.domain import KeyRecord, Package
+from pkgcat.storage import rows
+from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
+from pkgcat.storage.sqlite.connection import SqliteDatabase
+
+
+def _generation(db: sqlite3.Connection) -> int:
+    row = db.execute(rows.GENERATION).fetchone()
+    return -1 if row is None else int(row["value"])  # no counter row: trust no cache
+
+
+class SqliteChanges:
+    """:class:`~pkgcat.storage.interfaces.ChangeFeed` on SQLite: the generation, read when asked.
+
+    Reading it is an in-process call of a few microseconds (no network), and
+    SQLite has no way to push a change to another process, so it is read once
+    per request: a request never sees a cached record older than the last
+    commit made before it started.
+    """
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+
+    def current(self) -> int:
+        return _generation(self._database.db)
+
+    async def close(self) -> None:
+        self._database.close()
+
+
+class SqliteCatalogue:
+    """:class:`~pkgcat.storage.interfaces.CatalogueReader` on one SQLite file."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._database = database
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._database.db
+
+    async def generation(self) -> int:
+        return _generation(self._db)
+
+    async def find_key(self, key_hash: str) -> KeyRecord | None:
+        row = self._db.execute(rows.FIND_KEY, (key_hash,)).fetchone()
+        return None if row is None else rows.key_record(row)
+
+    async def package(self, package_id: str) -> Package | None:
+        row = self._db.execute(rows.PACKAGE, (package_id,)).fetchone()
+        return None if row is None else rows.package(row)
+
+    async def buyers(
+        self,
+        package_row_id: int,
+        source_id: int,
+        limit: int,
+        offset: int,
+        hint: BuyersHint | None = None,
+    ) -> BuyersSlice:
+        db = self._db
+        # One read transaction: the generation, the total and the page all come
+        # from the same snapshot, so the total and the page agree.
+        db.execute("BEGIN")
+        try:
+            generation = _generation(db)
+            if hint is not None and hint.generation != generation:
+                hint = None  # read in another snapshot: nothing of it can be trusted
+            total = hint.total if hint is not None else None
+            if total is None:
+                total = int(
+                    db.execute(rows.BUYERS_COUNT, (package_row_id, source_id)).fetchone()[0]
+                )
+            if offset >= total:
+                return BuyersSlice(generation, total, [])
+            start, after = 0, None
+            if hint is not None and hint.after is not None and hint.position <= offset:
+                start, after = hint.position, hint.after
+            wanted = offset - start + limit
+            streams = [
+                db.execute(
+                    rows.STREAMS[(where, after is not None)],
+                    (ident, *rows.seek_parameters(after), wanted),
+                )
+                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
+            ]
+            page = rows.merged_page(streams, offset - start, limit)
+            return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
+        finally:
+            db.execute("COMMIT")
+
+    async def buyer_marks(
+        self, package_row_id: int, source_id: int, every: int
+    ) -> tuple[int, list[BuyerKey]]:
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            generation = _generation(db)
+            streams = [
+                db.execute(rows.KEY_STREAMS[where], (ident, rows.ALL))
+                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
+            ]
+            return generation, rows.marks(streams, every)
+        finally:
+            db.execute("COMMIT")
+
+    async def close(self) -> None:
+        self._database.close()
