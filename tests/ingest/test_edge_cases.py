@@ -1,27 +1,37 @@
 """Generated repositories: damaged indexes are clear errors, bad stanzas are reported skips.
 
-Whatever goes wrong, the catalogue is never half-written.
+Whatever goes wrong, the catalogue is never inconsistent: an input that cannot
+be read writes nothing, and writes cut short leave whole packages that the
+next import completes.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import lzma
+import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import Engine, select
 
 from pkgcat.ingest import (
     CompressionError,
     FetchError,
+    ImportOptions,
     IngestError,
     ReleaseError,
     VerificationError,
+    import_repository,
 )
 from pkgcat.ingest.load import Loader
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.migrate import upgrade
+from pkgcat.storage.writes import imports
 from tests.ingest.conftest import Importer, count, package_row, records, stanza, write_repo
 
 URL = "https://repo.example/"
@@ -197,22 +207,107 @@ def test_stanzas_without_a_usable_record_are_skipped_with_the_reason(
     assert [r.package for r in records(admin)] == ["com.example.ok"]
 
 
-def test_a_failure_while_writing_leaves_the_catalogue_as_it_was(
-    tmp_path: Path, load: Importer, admin: CatalogueAdmin, monkeypatch: pytest.MonkeyPatch
+def _catalogue(engine: Engine) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The records and package rows, without ids and times: what two imports must agree on."""
+    r, p = t.package_records, t.packages
+    with engine.connect() as db:
+        kept = db.execute(
+            select(r.c.package, r.c.version, r.c.architecture, r.c.name, r.c.fingerprint).order_by(
+                r.c.package, r.c.version, r.c.architecture
+            )
+        ).all()
+        shown = db.execute(
+            select(p.c.package, p.c.version, p.c.name, p.c.online, r.c.fingerprint)
+            .outerjoin(r, r.c.id == p.c.record_id)
+            .order_by(p.c.package)
+        ).all()
+    return [tuple(row) for row in kept], [tuple(row) for row in shown]
+
+
+def _consistent(engine: Engine) -> None:
+    """Every online package row shows a record of its own that exists; offline rows show none."""
+    r, p = t.package_records, t.packages
+    with engine.connect() as db:
+        for row in db.execute(select(p)).all():
+            if not row.online:
+                assert row.record_id is None
+                continue
+            record = db.execute(select(r).where(r.c.id == row.record_id)).one()
+            assert (record.source_id, record.package) == (row.source_id, row.package)
+            assert (record.version, record.name) == (row.version, row.name)
+
+
+def _failing_at(write: int) -> Callable[..., None]:
+    """The import's statement runner, failing at its ``write``-th call as if the process died."""
+    real = imports.run
+    calls = 0
+
+    def failing(*args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == write:
+            raise RuntimeError("disk full")
+        real(*args)
+
+    return failing
+
+
+def test_writes_cut_short_anywhere_leave_a_consistent_catalogue_the_next_import_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_repo(tmp_path, [stanza("com.example.a", "1.0")])
-    load(tmp_path, url=URL)
-    before = [tuple(r) for r in records(admin)]
-    write_repo(tmp_path, [stanza("com.example.a", "2.0"), stanza("com.example.b")])
+    def run(handle: CatalogueAdmin, location: Path) -> None:
+        import_repository(
+            handle.engine, str(location), ImportOptions(source="Repo", url=URL, jobs=1)
+        )
 
-    def broken(self: Loader, rows: object) -> None:
-        raise RuntimeError("disk full")
+    old = write_repo(tmp_path / "old", [stanza(f"com.example.{n}") for n in "abcdefgh"])
+    new = write_repo(
+        tmp_path / "new",
+        [
+            *(stanza(f"com.example.{n}", Name=f"{n} renamed") for n in "abc"),  # in place
+            *(stanza(f"com.example.{n}", "2.0") for n in "de"),  # another record shown
+            stanza("com.example.f"),  # unchanged; g and h gone
+            *(stanza(f"com.example.{n}") for n in "ij"),  # new packages
+        ],
+    )
+    template = tmp_path / "template.db"
+    upgrade(f"sqlite:///{template}")
+    handle = CatalogueAdmin(f"sqlite:///{template}")
+    run(handle, old)
+    handle.close()
 
-    monkeypatch.setattr(Loader, "_copy", broken)
-    with pytest.raises(RuntimeError, match="disk full"):
-        load(tmp_path, url=URL)
-    assert [tuple(r) for r in records(admin)] == before
-    assert package_row(admin, "com.example.a").version == "1.0"
+    def copy(name: str) -> CatalogueAdmin:
+        shutil.copyfile(template, tmp_path / name)
+        return CatalogueAdmin(f"sqlite:///{tmp_path / name}")
+
+    reference = copy("reference.db")
+    run(reference, new)
+    expected = _catalogue(reference.engine)
+    reference.close()
+
+    # A few rows per transaction, one chunk each: the new index's writes take several.
+    monkeypatch.setattr(imports, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(imports, "TRANSACTION_SECONDS", 0)
+    monkeypatch.setattr(imports, "PAUSE_SECONDS", 0)
+    real = imports.run
+    for write in itertools.count(1):
+        handle = copy(f"cut-{write}.db")
+        monkeypatch.setattr(imports, "run", _failing_at(write))
+        try:
+            run(handle, new)
+        except RuntimeError:
+            pass
+        else:
+            handle.close()
+            break  # every write of the import has been cut short once
+        finally:
+            monkeypatch.setattr(imports, "run", real)
+        _consistent(handle.engine)
+        run(handle, new)
+        _consistent(handle.engine)
+        assert _catalogue(handle.engine) == expected, f"cut short at write {write}"
+        handle.close()
+    assert write > 5, "the import should have taken several transactions"
 
 
 def test_a_new_source_needs_an_address(
@@ -224,6 +319,26 @@ def test_a_new_source_needs_an_address(
     with pytest.raises(IngestError, match=r"--url: 'repo\.example' is not an http"):
         load(tmp_path, url="repo.example")
     assert nothing_written(admin)
+
+
+def test_a_source_follows_the_rule_of_source_add(
+    tmp_path: Path, load: Importer, admin: CatalogueAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_repo(tmp_path, [stanza("com.example.a")])
+    with pytest.raises(IngestError, match="a source needs a name"):
+        load(tmp_path, source="  ", url=URL)
+    real = Loader.finish
+
+    def finish(self: Loader, progress: Any = None) -> Any:
+        plan = real(self, progress)
+        admin.add_source("Repo", "https://other.example/")  # another command, meanwhile
+        return plan
+
+    monkeypatch.setattr(Loader, "finish", finish)
+    with pytest.raises(IngestError, match="source 'Repo' exists already"):
+        load(tmp_path, url=URL)
+    # The source is the first write: nothing of the import went in.
+    assert (count(admin, t.sources), count(admin, t.package_records)) == (1, 0)
 
 
 def test_an_empty_location_is_a_clear_error(tmp_path: Path, load: Importer) -> None:

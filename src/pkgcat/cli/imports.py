@@ -21,9 +21,9 @@ from pkgcat.ingest import (
     VerificationError,
     import_repository,
 )
-from pkgcat.ingest.operator_load import Written, import_prices, import_purchases, import_stats
 from pkgcat.ingest.workers import default_jobs
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.writes.operator import Written, import_prices, import_purchases, import_stats
 
 
 @contextmanager
@@ -133,7 +133,7 @@ def import_repo(
         bool, typer.Option("--json", help="Print the summary as one JSON object.")
     ] = False,
 ) -> None:
-    """Import an APT repository's packages into the catalogue (one transaction)."""
+    """Import an APT repository's packages into the catalogue (read whole, then written)."""
     if depictions not in DEPICTION_MODES:
         fail(f"--depictions: {depictions!r} is not one of {', '.join(DEPICTION_MODES)}", 2)
     settings = load_settings()

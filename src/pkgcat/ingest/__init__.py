@@ -1,9 +1,10 @@
 """Catalogue ingestion: APT repositories in, and the operator's purchases, statistics and prices.
 
 :func:`import_repository` reads a repository (local or http(s)), checks its
-index against its Release and loads every record in one transaction. The
+index against its Release, parses it and reads its depictions, then writes the
+changes in short transactions (:mod:`pkgcat.storage.writes.imports`). The
 operator-data functions of :mod:`pkgcat.ingest.operator_data` validate a whole
-CSV or JSON Lines file before :mod:`pkgcat.ingest.load` writes any of it.
+CSV or JSON Lines file before :mod:`pkgcat.storage.writes.operator` writes any of it.
 """
 
 from pkgcat.ingest.depictions import DEPICTION_MODES, DepictionMode

@@ -1,23 +1,21 @@
-"""The transactional writer of an import: records in, the catalogue's packages refreshed.
+"""The plan of an import: records in, every change decided before anything is written.
 
-Runs inside the caller's transaction (:func:`pkgcat.ingest.pipeline.import_repository`
-opens it), so an import that fails anywhere leaves the catalogue as it was.
+Nothing here writes. :func:`pkgcat.storage.writes.imports.read_source` reads
+what the source holds; from it and the indexes, :class:`Loader` makes the
+:class:`~pkgcat.storage.writes.imports.ImportPlan` that
+:func:`~pkgcat.storage.writes.imports.apply_import` writes afterwards.
 
-1. The source's records are loaded once, as (key, fingerprint) pairs. A
-   stanza whose fingerprint is known is unchanged: it is neither parsed nor
-   written. Every other stanza is parsed (:mod:`pkgcat.ingest.workers`, on
-   several cores for a large index) into a new record, or an update of the
+1. A stanza whose fingerprint the source knows is unchanged: it is neither
+   parsed nor written. Every other stanza is parsed (:mod:`pkgcat.ingest.workers`,
+   on several cores for a large index) into a new record, or an update of the
    record with its (package, version, architecture).
-2. Then, and only then, the writes: one ``executemany`` for the new records
-   and one for the changed ones. Reading and parsing come first so that the
-   database's write lock is held for the shortest time (the server's usage
-   counter waits on it).
+2. The depictions of the new and changed records are read for their
+   screenshots (:mod:`pkgcat.ingest.depictions`), over the network if need be.
 3. Each package's best record (:mod:`pkgcat.ingest.versions`) is compared with
-   the one its ``packages`` row shows; new and changed ones are copied into
-   ``packages`` by two set-based statements (INSERT ... SELECT and
-   UPDATE ... FROM). Prices and statistics are never touched. A package with
-   no record left is set offline, never deleted: purchases refer to it.
-4. Records the indexes no longer have are deleted.
+   the one its ``packages`` row shows: new and changed ones are to be copied
+   into ``packages``. A package with no record left is to be set offline,
+   never deleted: purchases refer to it.
+4. Records the indexes no longer have are to be deleted.
 """
 
 from __future__ import annotations
@@ -25,33 +23,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 
 import orjson
-from sqlalchemy import (
-    Boolean,
-    Column,
-    MetaData,
-    String,
-    Table,
-    and_,
-    bindparam,
-    delete,
-    false,
-    insert,
-    literal,
-    select,
-    true,
-    update,
-)
-from sqlalchemy.engine import Connection
 
-from pkgcat.ingest.bulk import executemany
 from pkgcat.ingest.control import RECORD_COLUMNS, Record, iter_stanzas
 from pkgcat.ingest.depictions import Depictions
 from pkgcat.ingest.repository import Index
 from pkgcat.ingest.versions import Preference, best
 from pkgcat.ingest.workers import Mapped, map_stanzas
-from pkgcat.storage import schema as t
+from pkgcat.storage.writes.imports import ImportPlan, SourceState, SourceWrite
 
 MAPPING_VERSION = b"pkgcat-records-1"
 """Part of every fingerprint: change it when the mapping changes, so every record is re-read."""
@@ -60,23 +41,6 @@ Key = tuple[str, str, str]
 """(package, version, architecture)"""
 Progress = Callable[[int], None]
 """Called with the number of stanzas just parsed."""
-
-_COPIED = (
-    "name", "version", "architecture", "author", "section", "description",
-    "long_description", "pre_depends", "depends", "conflicts", "replaces", "size",
-    "md5sum", "sha256", "compatible", "commercial", "icon", "screenshots", "url",
-)  # fmt: skip
-"""Columns of ``packages`` copied from the record it shows."""
-
-_best = Table(
-    "pkgcat_import_best",
-    MetaData(),
-    Column("package", String(255), primary_key=True),
-    Column("version", String(255), nullable=False),
-    Column("architecture", String(64), nullable=False),
-    Column("is_new", Boolean, nullable=False),
-    prefixes=["TEMPORARY"],
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +55,7 @@ class Skipped:
 
 @dataclass(slots=True)
 class Outcome:
-    """What one load did."""
+    """What one import does."""
 
     records_read: int = 0
     records_added: int = 0
@@ -112,12 +76,12 @@ def fingerprint_key(base_url: str, depictions: str) -> bytes:
 
 
 class Loader:
-    """Loads one repository's indexes into one source, inside the caller's transaction."""
+    """Plans the import of one repository's indexes into one source; writes nothing."""
 
     def __init__(
         self,
-        db: Connection,
-        source_id: int,
+        state: SourceState,
+        source: SourceWrite,
         base_url: str,
         depictions: Depictions,
         preference: Preference,
@@ -127,8 +91,7 @@ class Loader:
         refresh: bool = False,
         jobs: int = 1,
     ) -> None:
-        self.db = db
-        self.source_id = source_id
+        self.source = source
         self.base_url = base_url
         self.depictions = depictions
         self.preference = preference
@@ -138,30 +101,10 @@ class Loader:
         self.jobs = jobs
         self.key = fingerprint_key(base_url, depictions.mode)
         self.outcome = Outcome()
-        r = t.package_records
-        rows = db.execute(
-            select(r.c.id, r.c.package, r.c.version, r.c.architecture, r.c.fingerprint).where(
-                r.c.source_id == source_id
-            )
-        ).all()
-        self._ids: dict[Key, int] = {(p, v, a): i for i, p, v, a, _ in rows}
-        self._known: dict[str, Key] = {fp: (p, v, a) for _, p, v, a, fp in rows}
-        p = t.packages
-        self._owned: dict[str, tuple[int, int | None, bool]] = {
-            package: (row_id, record_id, bool(online))
-            for row_id, package, record_id, online in db.execute(
-                select(p.c.id, p.c.package, p.c.record_id, p.c.online).where(
-                    p.c.source_id == source_id
-                )
-            )
-        }
-        self._others: dict[str, str] = dict(
-            db.execute(
-                select(p.c.package, t.sources.c.name)
-                .join(t.sources, t.sources.c.id == p.c.source_id)
-                .where(p.c.source_id != source_id)
-            ).all()
-        )
+        self._ids: dict[Key, int] = {(p, v, a): i for i, p, v, a, _ in state.records}
+        self._known: dict[str, Key] = {fp: (p, v, a) for _, p, v, a, fp in state.records}
+        self._owned = state.owned
+        self._others = state.others
         self._seen_fingerprints: dict[str, str] = {}
         self._current: dict[Key, str] = {}
         """Every record of the indexes read so far: key to where it was read."""
@@ -247,153 +190,66 @@ class Loader:
     def _skip(self, index: Index, line: int, package: str, reason: str) -> None:
         self.outcome.skipped.append(Skipped(index.name, line, package, reason))
 
-    def _with_screenshots(self, records: list[Record]) -> list[Record]:
+    def _screenshots(self) -> None:
+        """Give each new and changed record the screenshots of its depiction (read once each)."""
+        records = chain((r for r, _ in self._inserts), (r for r, _, _ in self._updates))
         shots = self.depictions.screenshots(r.depiction for r in records if r.depiction)
         if not shots:
-            return records
-        return [
-            r._replace(screenshots=orjson.dumps(shots[r.depiction]).decode())
-            if shots.get(r.depiction)
-            else r
-            for r in records
-        ]
+            return
 
-    def _flush(self) -> None:
-        r = t.package_records
-        if self._inserts:
-            records = self._with_screenshots([record for record, _ in self._inserts])
-            # In the table's column order, so the driver takes the tuples as they are.
-            names = ("source_id", *RECORD_COLUMNS, "fingerprint", "first_seen", "updated_at")
-            executemany(
-                self.db,
-                insert(r).values({name: bindparam(f"p_{name}") for name in names}),
-                names,
-                [
-                    (self.source_id, *record, fp, self.first_seen, self.now)
-                    for record, (_, fp) in zip(records, self._inserts, strict=True)
-                ],
-            )
-            self.outcome.records_added += len(records)
-        if self._updates:
-            records = self._with_screenshots([record for record, _, _ in self._updates])
-            changed = (*RECORD_COLUMNS, "fingerprint", "updated_at", "id")
-            executemany(
-                self.db,
-                update(r)
-                .where(r.c.id == bindparam("p_id"))
-                .values({name: bindparam(f"p_{name}") for name in changed[:-1]}),
-                changed,
-                [
-                    (*record, fp, self.now, record_id)
-                    for record, (_, fp, record_id) in zip(records, self._updates, strict=True)
-                ],
-            )
-            self.outcome.records_updated += len(records)
-        self._inserts, self._updates = [], []
+        def with_shots(record: Record) -> Record:
+            found = shots.get(record.depiction)
+            return record._replace(screenshots=orjson.dumps(found).decode()) if found else record
+
+        self._inserts = [(with_shots(record), fp) for record, fp in self._inserts]
+        self._updates = [(with_shots(record), fp, i) for record, fp, i in self._updates]
 
     # Packages --------------------------------------------------------------------------
 
-    def finish(self, progress: Progress | None = None) -> Outcome:
-        """Parse, write the new and changed records, refresh ``packages``, delete the gone."""
+    def finish(self, progress: Progress | None = None) -> ImportPlan:
+        """Parse, read the depictions, and decide every write; :attr:`outcome` counts them."""
         self._sort(self._parse(progress))
-        self._flush()
+        self._screenshots()
         out = self.outcome
+        out.records_added = len(self._inserts)
+        out.records_updated = len(self._updates)
         gone = [record_id for key, record_id in self._ids.items() if key not in self._current]
         out.records_removed = len(gone)
         by_package: dict[str, list[tuple[str, str]]] = {}
         for package, version, architecture in self._current:
             by_package.setdefault(package, []).append((version, architecture))
-        rows: list[tuple[str, str, str, bool]] = []
+        shown: list[tuple[str, str, str, bool]] = []
         for package, records in by_package.items():
             version, architecture = best(records, self.preference)
             key = (package, version, architecture)
             owned = self._owned.get(package)
             if owned is None:
-                rows.append((*key, True))
+                shown.append((*key, True))
                 out.packages_added += 1
             elif key in self._changed or not owned[2] or owned[1] != self._ids.get(key):
-                rows.append((*key, False))
+                shown.append((*key, False))
                 out.packages_updated += 1
             else:
                 out.packages_unchanged += 1
         offline = [
-            (False, None, self.now, row_id)
+            (package, row_id)
             for package, (row_id, _, online) in self._owned.items()
             if package not in by_package and online
         ]
         out.packages_set_offline = len(offline)
-        if rows:
-            self._copy(rows)
-        p = t.packages
-        names = ("online", "record_id", "updated_at", "id")
-        executemany(
-            self.db,
-            update(p)
-            .where(p.c.id == bindparam("p_id"))
-            .values({name: bindparam(f"p_{name}") for name in names[:-1]}),
-            names,
-            offline,
+        plan = ImportPlan(
+            source=self.source,
+            columns=RECORD_COLUMNS,
+            now=self.now,
+            first_seen=self.first_seen,
+            inserts=self._inserts,
+            updates=self._updates,
+            shown=shown,
+            offline=offline,
+            gone=gone,
         )
-        # Last: no package row points at these any more.
-        executemany(
-            self.db,
-            delete(t.package_records).where(t.package_records.c.id == bindparam("p_id")),
-            ("id",),
-            [(record_id,) for record_id in gone],
-        )
-        return out
-
-    def _copy(self, rows: list[tuple[str, str, str, bool]]) -> None:
-        """Copy each chosen record into its package row: new rows inserted, others updated."""
-        db, r, p, b = self.db, t.package_records, t.packages, _best
-        _best.drop(db, checkfirst=True)
-        _best.create(db)
-        executemany(
-            db,
-            insert(b).values({c.name: bindparam(f"p_{c.name}") for c in b.columns}),
-            [c.name for c in b.columns],
-            rows,
-        )
-        chosen = and_(
-            r.c.source_id == self.source_id,
-            r.c.package == b.c.package,
-            r.c.version == b.c.version,
-            r.c.architecture == b.c.architecture,
-        )
-        copied = {name: r.c[name] for name in _COPIED}
-        new_rows = {
-            "package": r.c.package,
-            "source_id": literal(self.source_id),
-            **copied,
-            "record_id": r.c.id,
-            "released_at": r.c.first_seen,
-            "online": true(),
-            "created_at": literal(self.now),
-            "updated_at": literal(self.now),
-        }
-        db.execute(
-            insert(p).from_select(
-                list(new_rows),
-                select(*new_rows.values())
-                .select_from(r.join(b, chosen))
-                .where(b.c.is_new == true()),
-            )
-        )
-        db.execute(
-            update(p)
-            .values(
-                copied
-                | {
-                    "record_id": r.c.id,
-                    "released_at": r.c.first_seen,
-                    "online": True,
-                    "updated_at": self.now,
-                }
-            )
-            .where(p.c.source_id == self.source_id, p.c.package == b.c.package)
-            .where(chosen, b.c.is_new == false())
-        )
-        _best.drop(db)
+        self._inserts, self._updates = [], []
+        return plan
 
 
 def _package_of(raw: bytes) -> str:

@@ -1,9 +1,16 @@
-"""``import_repository``: from LOCATION to an up-to-date catalogue, in one transaction.
+"""``import_repository``: from LOCATION to an up-to-date catalogue, reading first, writing last.
 
-Reading LOCATION (Release, index, hashes, decompression) happens before the
-transaction opens; a repository that cannot be read or verified changes
-nothing. Inside it: the source (created when it is new), the records and the
-packages (:mod:`pkgcat.ingest.load`). Any error rolls the whole import back.
+1. Read: LOCATION's Release and indexes (hashes checked, decompressed), and
+   what the source holds, in one short read of the database
+   (:func:`pkgcat.storage.writes.imports.read_source`).
+2. Plan: fingerprint, parse, sort, choose each package's best record, read
+   the depictions (:mod:`pkgcat.ingest.load`). A repository that cannot be
+   read or verified, or any other error up to here, changes nothing.
+3. Write: the plan, in short transactions
+   (:func:`pkgcat.storage.writes.imports.apply_import`, whose docstring
+   states what an interrupted import leaves: a consistent catalogue that the
+   next import of the repository completes). The database's write lock is
+   never held while the network or the parser works.
 """
 
 from __future__ import annotations
@@ -15,8 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy import Engine
 
 from pkgcat.config import DEFAULT_ARCHITECTURES
 from pkgcat.ingest.control import base_address, quiet_python_debian
@@ -24,11 +30,17 @@ from pkgcat.ingest.depictions import DepictionMode, Depictions
 from pkgcat.ingest.errors import IngestError
 from pkgcat.ingest.fetch import http_client, is_address
 from pkgcat.ingest.load import Loader, Outcome
-from pkgcat.ingest.release import Release
 from pkgcat.ingest.repository import Repository, Selection, open_repository
 from pkgcat.ingest.versions import Preference
 from pkgcat.ingest.workers import default_jobs
-from pkgcat.storage import schema as t
+from pkgcat.storage.writes.imports import (
+    ImportPlan,
+    SourceRow,
+    SourceWrite,
+    apply_import,
+    read_source,
+)
+from pkgcat.storage.writes.sources import AdminError, check_address, check_name
 
 OnProgress = Callable[[int, int], None]
 """Called with (stanzas parsed so far, stanzas to parse)."""
@@ -92,7 +104,7 @@ class ImportSummary:
 
 @contextmanager
 def _without_cycle_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector while records are made.
+    """Pause the cyclic garbage collector while records are made and written.
 
     An import builds tens of thousands of long-lived tuples and no reference
     cycles to speak of; the collector would walk them all again and again,
@@ -109,40 +121,83 @@ def _without_cycle_collection() -> Iterator[None]:
 
 
 def _source(
-    db: Connection, options: ImportOptions, repo: Repository, location: str, now: int
-) -> tuple[int, str, bool]:
-    """The source's id and repository address, and whether it was created.
+    options: ImportOptions, repo: Repository, location: str, found: SourceRow | None
+) -> tuple[SourceWrite, str, bool]:
+    """What to write to the source, its repository address, and whether it is new.
 
     A new source takes ``--url``, or LOCATION when it is an address. An existing
     source keeps its URL unless ``--url`` gives another: importing from a
-    mirror does not move it.
+    mirror does not move it. The Release's label and origin are kept up to date.
     """
-    s = t.sources
-    release: Release | None = repo.release
+    release = repo.release
     named: dict[str, str] = {}
     if release is not None:
         named = {"label": release.label or release.origin, "origin": release.origin}
-    row = db.execute(
-        select(s.c.id, s.c.url, s.c.label, s.c.origin).where(s.c.name == options.source)
-    ).first()
-    if row is None:
+    if found is None:
         url = options.url or (repo.reader.root if is_address(location) else None)
         if url is None:
             raise IngestError(
                 f"no source named {options.source!r}; give --url, the repository's public "
                 "address, to create it"
             )
-        created = db.execute(
-            insert(s).values(name=options.source, url=url, created_at=now, **named)
-        ).inserted_primary_key
-        assert created is not None
-        return created[0], url, True
-    changes = {k: v for k, v in named.items() if getattr(row, k) != v}
-    if options.url is not None and options.url != row.url:
+        _check(check_address, url, "--url" if options.url else "LOCATION")
+        return SourceWrite(options.source, None, url=url, **named), url, True
+    changes = {k: v for k, v in named.items() if getattr(found, k) != v}
+    if options.url is not None and options.url != found.url:
         changes["url"] = options.url
-    if changes:
-        db.execute(update(s).where(s.c.id == row.id).values(**changes))
-    return row.id, options.url or row.url, False
+    return SourceWrite(found.name, found.id, **changes), options.url or found.url, False
+
+
+def _check(rule: Callable[..., None], *args: str) -> None:
+    """Apply one of the rules of sources before anything is written: an import error if broken."""
+    try:
+        rule(*args)
+    except AdminError as error:
+        raise IngestError(str(error)) from None
+
+
+def _plan(
+    engine: Engine,
+    location: str,
+    options: ImportOptions,
+    now: int,
+    progress: OnProgress | None,
+) -> tuple[ImportPlan, Loader, Repository, Depictions, str, bool]:
+    """Everything an import reads, network included, and the plan of its writes."""
+    with quiet_python_debian(), http_client() as client:
+        repo = open_repository(location, client, options.selection, verify=options.verify)
+        published = repo.release.date if repo.release is not None else None
+        state = read_source(engine, options.source)  # one short read; no lock is kept
+        source, base_url, created = _source(options, repo, location, state.source)
+        depictions = Depictions(options.depictions, base_url, repo.reader, client)
+        loader = Loader(
+            state,
+            source,
+            base_address(base_url),
+            depictions,
+            Preference(options.architectures),
+            now=now,
+            # A version first seen in this index was published at the latest on its date.
+            first_seen=min(now, published) if published else now,
+            refresh=options.refresh,
+            jobs=options.jobs,
+        )
+        del state  # the loader keeps what it needs: the rest is freed before parsing
+        for index in repo.indexes:
+            loader.read(index)
+        done = 0
+
+        def advance(stanzas: int) -> None:
+            nonlocal done
+            done = min(done + stanzas, loader.to_parse)
+            if progress is not None:
+                progress(done, loader.to_parse)
+
+        with _without_cycle_collection():
+            plan = loader.finish(advance)
+        if progress is not None:
+            progress(loader.to_parse, loader.to_parse)
+    return plan, loader, repo, depictions, base_url, created
 
 
 def import_repository(
@@ -154,41 +209,20 @@ def import_repository(
     clock: Callable[[], float] = time.time,
 ) -> ImportSummary:
     """Import LOCATION into the catalogue; :class:`IngestError` when it cannot be done."""
-    if options.url is not None and not is_address(options.url):
-        raise IngestError(f"--url: {options.url!r} is not an http:// or https:// address")
+    _check(check_name, options.source)
+    if options.url is not None:
+        _check(check_address, options.url, "--url")
     now = int(clock())
-    with quiet_python_debian(), http_client() as client:
-        repo = open_repository(location, client, options.selection, verify=options.verify)
-        published = repo.release.date if repo.release is not None else None
-        with engine.begin() as db:
-            source_id, base_url, created = _source(db, options, repo, location, now)
-            depictions = Depictions(options.depictions, base_url, repo.reader, client)
-            loader = Loader(
-                db,
-                source_id,
-                base_address(base_url),
-                depictions,
-                Preference(options.architectures),
-                now=now,
-                # A version first seen in this index was published at the latest on its date.
-                first_seen=min(now, published) if published else now,
-                refresh=options.refresh,
-                jobs=options.jobs,
-            )
-            for index in repo.indexes:
-                loader.read(index)
-            done = 0
-
-            def advance(stanzas: int) -> None:
-                nonlocal done
-                done = min(done + stanzas, loader.to_parse)
-                if progress is not None:
-                    progress(done, loader.to_parse)
-
-            with _without_cycle_collection():
-                outcome = loader.finish(advance)
-            if progress is not None:
-                progress(loader.to_parse, loader.to_parse)
+    plan, loader, repo, depictions, base_url, created = _plan(
+        engine, location, options, now, progress
+    )
+    # Everything is read, the network included: only now does the import write.
+    try:
+        with _without_cycle_collection():
+            apply_import(engine, plan)
+    except AdminError as error:
+        # The source is the first write: another command created one of the same name since.
+        raise IngestError(str(error)) from None
     warnings = list(repo.warnings)
     if depictions.failures:
         warnings.append(
@@ -208,6 +242,6 @@ def import_repository(
             {"name": index.name, "bytes": len(index.data), "verified": index.verified or None}
             for index in repo.indexes
         ],
-        outcome=outcome,
+        outcome=loader.outcome,
         warnings=warnings,
     )

@@ -2,10 +2,11 @@
 
 The transaction opens first, the rows are validated against the catalogue as
 it is inside it (:mod:`pkgcat.ingest.operator_data`), and only a file without
-a single problem is written. Purchases are keyed by ``txn_id``: a purchase
-already recorded with the same details is left alone, one recorded with other
-details (a refund changing its status, say) is updated, so importing the same
-file again changes nothing.
+a single problem is written. Validation only reads: the database's write lock
+is taken by the first write, after it, and held for the writes alone.
+Purchases are keyed by ``txn_id``: a purchase already recorded with the same
+details is left alone, one recorded with other details (a refund changing its
+status, say) is updated, so importing the same file again changes nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from pkgcat.ingest import operator_data as data
-from pkgcat.ingest.bulk import executemany
 from pkgcat.storage import schema as t
+from pkgcat.storage.writes.bulk import executemany
 
 _PURCHASE_FIELDS = (
     "source_id", "package_id", "allowed_for", "nickname", "status", "total", "commission",
