@@ -17,8 +17,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 Shape = Literal["A", "B"]
 
 DEFAULT_DATABASE_URL = "sqlite:///./pkgcat.db"
-_LIMIT_STORAGES = {"memory", "redis", "rediss", "redis+unix", "redis+sentinel", "redis+cluster"}
-"""The ``limits`` storages whose client library pkgcat installs."""
+_REDIS_SCHEMES = {"redis", "rediss", "unix"}
+"""The addresses redis-py's ``from_url`` reads."""
+_LIMIT_STORAGES = {"memory", *_REDIS_SCHEMES}
 DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
 _ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
@@ -32,6 +33,16 @@ class Settings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="Database address (SQLAlchemy URL); SQLite is the embedded default.",
     )
+    database_pool_size: int = Field(
+        default=4,
+        ge=1,
+        le=100,
+        description="PostgreSQL connections each server worker keeps open (SQLite uses one).",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis address (`redis://host:port/db`): when set, the rate limit is kept there and holds across every worker and host.",
+    )
     shape: Shape = Field(
         default="A", description="Response shape of the deployment; an application may override it."
     )
@@ -44,7 +55,7 @@ class Settings(BaseSettings):
     )
     rate_limit_storage: str = Field(
         default="memory://",
-        description="Where rate-limit counts live (`memory://`, or `redis://host:port` to share them between workers).",
+        description="Older spelling of `PKGCAT_REDIS_URL`: `memory://` (each process counts alone) or a `redis://` address.",
     )
     rate_limit_namespace: str = Field(
         default="pkgcat",
@@ -96,6 +107,17 @@ class Settings(BaseSettings):
         if scheme not in _LIMIT_STORAGES:
             raise ValueError(
                 f"{value!r} is not a rate-limit storage; use memory:// or redis://HOST:PORT"
+            )
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_address(cls, value: str | None) -> str | None:
+        scheme = None if value is None else value.partition("://")[0]
+        if scheme is not None and scheme not in _REDIS_SCHEMES:
+            # The scheme alone: the rest of the address may hold a password.
+            raise ValueError(
+                f"not a Redis address (scheme {scheme!r}); use redis://HOST:PORT/DB or rediss://"
             )
         return value
 

@@ -12,17 +12,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import (
     ColumnElement,
     Engine,
-    create_engine,
+    Table,
     delete,
-    event,
     func,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Connection
@@ -30,17 +29,12 @@ from sqlalchemy.engine import Connection
 from pkgcat import keys
 from pkgcat.domain import Application, Shape, Source
 from pkgcat.storage import schema as t
+from pkgcat.storage.engine import engine_for
+from pkgcat.storage.writes import sources
 
-
-class AdminError(ValueError):
-    """An operator request that cannot be carried out; the message says why."""
-
-
-def check_address(url: str, what: str) -> None:
-    """Refuse anything but an absolute http(s) address: the API serves them as links."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise AdminError(f"{what}: {url!r} is not an http:// or https:// address")
+# Re-exported: the rule of a source lives with the other writes; callers import them from here.
+from pkgcat.storage.writes.sources import AdminError as AdminError
+from pkgcat.storage.writes.sources import check_address as check_address
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +57,6 @@ class KeyInfo:
     revoked_at: int | None
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # SQLite leaves foreign keys unchecked unless each connection asks for them.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
-
-
 def _now() -> int:
     return int(time.time())
 
@@ -85,13 +71,27 @@ def _application(row: Any) -> Application:
     )
 
 
+def _advance_sequence(db: Connection, table: Table) -> None:
+    """After rows were inserted with their own ids, move the id sequence past them.
+
+    SQLite picks the next rowid from the table itself; PostgreSQL's serial
+    columns draw from a sequence that explicit ids do not advance, so the next
+    row added without an id would collide with a loaded one.
+    """
+    if db.dialect.name == "postgresql" and "id" in table.c:
+        db.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "  # noqa: S608 - a table of our schema
+                f"(SELECT coalesce(max(id), 0) + 1 FROM {table.name}), false)"
+            )
+        )
+
+
 class CatalogueAdmin:
     """The operator's side of the catalogue."""
 
     def __init__(self, database_url: str) -> None:
-        self.engine: Engine = create_engine(database_url)
-        if self.engine.dialect.name == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.engine: Engine = engine_for(database_url)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -99,17 +99,8 @@ class CatalogueAdmin:
     # Sources ---------------------------------------------------------------
 
     def add_source(self, name: str, url: str, origin: str = "") -> Source:
-        if not name.strip():
-            raise AdminError("a source needs a name")
-        check_address(url, "--url")
         with self.engine.begin() as db:
-            if db.execute(select(t.sources.c.id).where(t.sources.c.name == name)).first():
-                raise AdminError(f"source {name!r} exists already")
-            new_id = db.execute(
-                insert(t.sources).values(name=name, url=url, origin=origin, created_at=_now())
-            ).inserted_primary_key
-            assert new_id is not None
-            return Source(id=new_id[0], name=name, origin=origin, url=url)
+            return sources.add_source(db, name, url, origin=origin, now=_now())
 
     def _source_named(self, db: Connection, name: str) -> Source:
         row = db.execute(select(t.sources).where(t.sources.c.name == name)).first()
@@ -260,6 +251,7 @@ class CatalogueAdmin:
             ):
                 if rows:
                     db.execute(insert(table), rows)
+                    _advance_sequence(db, table)
             usage_rows = [
                 {"application_id": a, "day": d.isoformat(), "count": n} for a, d, n in usage
             ]

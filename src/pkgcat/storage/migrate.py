@@ -12,8 +12,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine
-from sqlalchemy.engine import make_url
+
+from pkgcat.storage.engine import backend_name, engine_for
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -33,7 +33,7 @@ def head_revision() -> str:
 
 
 def current_revision(database_url: str) -> str | None:
-    engine = create_engine(database_url)
+    engine = engine_for(database_url)
     try:
         with engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
@@ -49,8 +49,8 @@ def upgrade(database_url: str) -> None:
     """
     if current_revision(database_url) != head_revision():
         command.upgrade(alembic_config(database_url), "head")
-    if make_url(database_url).get_backend_name() == "sqlite":
-        engine = create_engine(database_url)
+    if backend_name(database_url) == "sqlite":
+        engine = engine_for(database_url)
         try:
             with engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA journal_mode=WAL")

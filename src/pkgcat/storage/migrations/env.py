@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
 
+from pkgcat.storage.engine import engine_for
 from pkgcat.storage.schema import metadata
 
 url = context.config.attributes["database_url"]
-engine = create_engine(url)
+engine = engine_for(url)
 with engine.connect() as connection:
     context.configure(
         connection=connection,

@@ -1,0 +1,200 @@
+"""The catalogue reader and its pushed change feed on PostgreSQL.
+
+Reads are single statements on pooled asyncpg connections (one round trip
+each). A buyers page reads its total and its slice in one REPEATABLE READ
+transaction, so the two agree.
+
+The change feed listens on the ``pkgcat_catalogue`` channel: migration 0004
+makes every change of the catalogue generation send it with the new value,
+so each worker learns of an import or a revoked key as soon as it commits,
+without reading anything per request. While the listening connection is down
+the feed answers "unknown" (nothing is served from a cache) and reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from pkgcat.domain import KeyRecord, Package
+from pkgcat.storage import rows
+from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
+from pkgcat.storage.postgres.connection import PostgresDatabase
+
+log = logging.getLogger("pkgcat.storage.postgres")
+
+CHANNEL = "pkgcat_catalogue"
+"""The NOTIFY channel of catalogue generation changes (migration 0004)."""
+
+_FIND_KEY = rows.numbered(rows.FIND_KEY)
+_PACKAGE = rows.numbered(rows.PACKAGE)
+_BUYERS_COUNT = rows.numbered(rows.BUYERS_COUNT)
+_STREAMS = {key: rows.numbered(sql) for key, sql in rows.STREAMS.items()}
+_KEY_STREAMS = {key: rows.numbered(sql) for key, sql in rows.KEY_STREAMS.items()}
+
+
+class PostgresChanges:
+    """:class:`~pkgcat.storage.interfaces.ChangeFeed` pushed by PostgreSQL (LISTEN/NOTIFY)."""
+
+    def __init__(
+        self, database: PostgresDatabase, *, retry_every: float = 1.0, check_every: float = 5.0
+    ) -> None:
+        self._database = database
+        self._retry_every = retry_every
+        self._check_every = check_every
+        self._value = -1
+        self._task: asyncio.Task[None] | None = None
+        self._lost: asyncio.Event | None = None
+        self._closed = False
+
+    def current(self) -> int:
+        if self._task is None and not self._closed:
+            self._task = asyncio.get_running_loop().create_task(self._listen())
+        return self._value
+
+    def _notified(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        with contextlib.suppress(ValueError):
+            self._value = max(self._value, int(payload))
+
+    def _terminated(self, _connection: Any) -> None:
+        self._value = -1  # changes may be missed from now on: trust no cache
+        if self._lost is not None:
+            self._lost.set()
+
+    async def _listen(self) -> None:
+        """Keep one connection listening; on loss, forget the generation and reconnect."""
+        down = False
+        while not self._closed:
+            connection = None
+            self._lost = asyncio.Event()
+            try:
+                connection = await self._database.connect()
+                connection.add_termination_listener(self._terminated)
+                await connection.add_listener(CHANNEL, self._notified)
+                # Read after listening starts: a change committed in between is not missed.
+                value = await connection.fetchval(rows.GENERATION)
+                self._value = -1 if value is None else max(self._value, int(value))
+                if down:
+                    log.info("listening for catalogue changes again")
+                    down = False
+                await self._watch(connection)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self._value = -1
+                if not down:
+                    log.warning(
+                        "cannot listen for catalogue changes on %s (%s); caches are off until it works",
+                        self._database.shown,
+                        type(error).__name__,
+                    )
+                    down = True
+            finally:
+                if connection is not None and not connection.is_closed():
+                    with contextlib.suppress(Exception):
+                        await connection.close()
+            if not self._closed:
+                await asyncio.sleep(self._retry_every)
+
+    async def _watch(self, connection: Any) -> None:
+        """Until the connection is lost, read the generation every ``check_every`` seconds.
+
+        A connection dropped without a word (a firewall, a failed-over server)
+        delivers no notification and no termination either: the periodic read
+        finds it out, and also catches up with anything missed meanwhile.
+        """
+        assert self._lost is not None
+        while True:
+            try:
+                await asyncio.wait_for(self._lost.wait(), timeout=self._check_every)
+            except TimeoutError:
+                value = await asyncio.wait_for(
+                    connection.fetchval(rows.GENERATION), timeout=self._check_every
+                )
+                if value is not None:
+                    self._value = max(self._value, int(value))
+            else:
+                return
+
+    async def close(self) -> None:
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._database.close()
+
+
+class PostgresCatalogue:
+    """:class:`~pkgcat.storage.interfaces.CatalogueReader` on PostgreSQL."""
+
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._database = database
+
+    async def generation(self) -> int:
+        pool = await self._database.pool()
+        value = await pool.fetchval(rows.GENERATION)
+        return -1 if value is None else int(value)
+
+    async def find_key(self, key_hash: str) -> KeyRecord | None:
+        pool = await self._database.pool()
+        row = await pool.fetchrow(_FIND_KEY, key_hash)
+        return None if row is None else rows.key_record(row)
+
+    async def package(self, package_id: str) -> Package | None:
+        pool = await self._database.pool()
+        row = await pool.fetchrow(_PACKAGE, package_id)
+        return None if row is None else rows.package(row)
+
+    async def buyers(
+        self,
+        package_row_id: int,
+        source_id: int,
+        limit: int,
+        offset: int,
+        hint: BuyersHint | None = None,
+    ) -> BuyersSlice:
+        pool = await self._database.pool()
+        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            value = await db.fetchval(rows.GENERATION)
+            generation = -1 if value is None else int(value)
+            if hint is not None and hint.generation != generation:
+                hint = None  # read in another snapshot: nothing of it can be trusted
+            total = hint.total if hint is not None else None
+            if total is None:
+                total = int(await db.fetchval(_BUYERS_COUNT, package_row_id, source_id))
+            if offset >= total:
+                return BuyersSlice(generation, total, [])
+            start, after = 0, None
+            if hint is not None and hint.after is not None and hint.position <= offset:
+                start, after = hint.position, hint.after
+            wanted = offset - start + limit
+            streams = [
+                await db.fetch(
+                    _STREAMS[(where, after is not None)],
+                    ident,
+                    *rows.seek_parameters(after),
+                    wanted,
+                )
+                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
+            ]
+        page = rows.merged_page(streams, offset - start, limit)
+        return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
+
+    async def buyer_marks(
+        self, package_row_id: int, source_id: int, every: int
+    ) -> tuple[int, list[BuyerKey]]:
+        pool = await self._database.pool()
+        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            value = await db.fetchval(rows.GENERATION)
+            streams = [
+                await db.fetch(_KEY_STREAMS[where], ident, rows.ALL)
+                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
+            ]
+        return (-1 if value is None else int(value)), rows.marks(streams, every)
+
+    async def close(self) -> None:
+        await self._database.close()

@@ -1,0 +1,117 @@
+"""The usage counter on PostgreSQL: durable per-day counts by group commit.
+
+The requests that reach :meth:`PostgresCounter.record` while no commit is in
+flight form a batch; one statement commits the batch (every count as an
+upsert: one round trip, one transaction), and each caller resumes once it is
+committed: a request answered 200 is counted even if its worker dies right
+after. Requests arriving while a batch is in flight form the next one, so
+under load a round trip carries as many counts as arrived during the last.
+Rows are written in (application, day) order, so two workers' batches
+touching the same rows wait for each other instead of deadlocking.
+
+Last-used times (at most one write a minute per key and worker) follow in a
+second statement of the same batch, which locks the key rows in id order
+first, for the same reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date
+
+from pkgcat.storage import rows
+from pkgcat.storage.last_used import LastUsed
+from pkgcat.storage.postgres.connection import PostgresDatabase
+
+_COUNT = """
+INSERT INTO usage_days (application_id, day, count)
+SELECT * FROM unnest($1::integer[], $2::text[], $3::bigint[])
+ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
+"""
+_TOUCH = """
+WITH locked AS (
+    SELECT id FROM secret_keys WHERE id = ANY($1::integer[]) ORDER BY id FOR UPDATE
+)
+UPDATE secret_keys SET last_used_at = used.at
+FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
+WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
+"""
+_USAGE = rows.numbered(rows.USAGE)
+
+
+class PostgresCounter:
+    """:class:`~pkgcat.storage.interfaces.UsageCounter` on PostgreSQL; one per event loop."""
+
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._database = database
+        self._last_used = LastUsed()
+        self._counts: dict[tuple[int, str], int] = {}
+        self._touches: dict[int, int] = {}
+        self._batch: asyncio.Future[None] | None = None
+        self._in_flight: asyncio.Task[None] | None = None
+
+    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
+        pool = await self._database.pool()
+        found = await pool.fetch(_USAGE, application_id, first.isoformat(), last.isoformat())
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
+        key = (application_id, day.isoformat())
+        self._counts[key] = self._counts.get(key, 0) + 1
+        if self._last_used.due(key_id, when):
+            self._touches[key_id] = when
+        batch = self._batch
+        if batch is None:
+            loop = asyncio.get_running_loop()
+            batch = self._batch = loop.create_future()
+            if self._in_flight is None:
+                # After the callbacks already queued: the requests of this turn join in.
+                loop.call_soon(self._send)
+        # Shielded: one caller going away must not cancel the others' commit.
+        await asyncio.shield(batch)
+
+    def _send(self) -> None:
+        batch = self._batch
+        if batch is None or self._in_flight is not None:
+            return
+        counts, touches = self._counts, self._touches
+        self._batch, self._counts, self._touches = None, {}, {}
+        self._in_flight = asyncio.get_running_loop().create_task(
+            self._commit(batch, counts, touches)
+        )
+
+    async def _commit(
+        self,
+        batch: asyncio.Future[None],
+        counts: dict[tuple[int, str], int],
+        touches: dict[int, int],
+    ) -> None:
+        try:
+            ordered = sorted(counts.items())
+            key_ids = sorted(touches)
+            pool = await self._database.pool()
+            await pool.execute(
+                _COUNT,
+                [a for (a, _), _ in ordered],
+                [d for (_, d), _ in ordered],
+                [n for _, n in ordered],
+            )
+            if key_ids:
+                await pool.execute(_TOUCH, key_ids, [touches[k] for k in key_ids])
+        except BaseException as error:
+            if not batch.done():
+                batch.set_exception(error)
+            if isinstance(error, asyncio.CancelledError):
+                raise
+        else:
+            batch.set_result(None)
+        finally:
+            self._in_flight = None
+            if self._batch is not None:
+                self._send()
+
+    async def close(self) -> None:
+        # A batch may be queued behind the one in flight: wait for both.
+        while self._in_flight is not None:
+            await asyncio.gather(self._in_flight, return_exceptions=True)
+        await self._database.close()
