@@ -1,0 +1,249 @@
+"""The per-application rate limit on Redis, exact across processes and hosts.
+
+Semantics are those of :class:`pkgcat.storage.limiter.WindowLimiter`: a fixed
+window per application opens with its first request and lasts the limit's
+period; a request is allowed while the window's count, this request included,
+is at most the limit. As in ``limits``, refused requests increment the counter
+too; that changes no decision, since the window ends a fixed time after it opened.
+
+Design, and why:
+
+- **One atomic Lua script per request.** INCR, then PEXPIRE when the counter
+  has no TTL (its first hit, or a key that somehow lost its TTL and would
+  otherwise never reset), then PTTL: Redis runs the script without
+  interleaving, so many workers on many hosts share one exact count and one
+  window, with no read-modify-write race between them.
+- **Group commit of the round trips.** A network round trip to Redis costs
+  more than a whole request served from SQLite, so it must be shared: the
+  first hit of an event-loop turn opens a batch and schedules its flush with
+  ``loop.call_soon``; every hit of the same turn joins it; the flush sends
+  all of them as ONE non-transactional pipeline of script calls and each
+  caller takes its own decision from the replies. Hits arriving while a
+  flush is in flight open the next batch. Callers await the batch through
+  ``asyncio.shield``, so one caller going away does not cancel the others'.
+- **EVALSHA, with EVAL on NOSCRIPT.** The script travels by its SHA1; after a
+  Redis restart or SCRIPT FLUSH the calls that met NOSCRIPT (and only those:
+  the others already counted) are sent again with the script's text, which
+  also puts it back in Redis' cache. redis-py's ``register_script`` is not
+  used because in a pipeline it adds a SCRIPT EXISTS round trip to every batch.
+- **No client-side retries.** A retried pipeline whose first attempt reached
+  Redis would count its requests twice, and retries lengthen the wait on a
+  dead server. Connect and socket timeouts are short for the same reason.
+
+Failure policy: **fail open.** When Redis is unreachable, slow or answers
+with an error, the request is allowed, with the full limit as remaining and
+the whole window as reset. Usage is still counted durably by the database, so
+nothing is lost; the limit is simply not enforced while Redis is down, which
+is preferred to refusing every request of every application because a cache
+failed. One warning is logged per outage (not one per request) and an info
+line when Redis answers again. After a failure Redis is left alone for
+``retry_after_failure`` seconds: requests in that time are allowed without
+any network call, so an outage costs neither latency nor a storm of connects.
+Log lines name the server without its credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+from limits import parse
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError
+
+from pkgcat.domain import RateDecision
+
+log = logging.getLogger("pkgcat.storage.redis")
+
+# KEYS[1]: one application's counter; ARGV[1]: the window in milliseconds.
+# Returns {count in the window including this hit, milliseconds left in the window}.
+_HIT_SCRIPT = """
+local count = redis.call('INCR', KEYS[1])
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    left = tonumber(ARGV[1])
+end
+return {count, left}
+"""
+# Redis names a cached script by the SHA1 of its text; not a security use.
+_HIT_SHA = hashlib.sha1(_HIT_SCRIPT.encode(), usedforsecurity=False).hexdigest()
+
+
+class RedisLimiter:
+    """:class:`~pkgcat.storage.interfaces.RateLimiter` on Redis (see the module docstring).
+
+    ``client`` replaces the client built from ``url`` (tests use it to observe
+    the traffic); either way the limiter owns it and :meth:`close` closes it.
+    One limiter serves one event loop, like the connections it holds.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        rate_limit: str,
+        namespace: str = "pkgcat",
+        *,
+        timeout: float = 0.25,
+        retry_after_failure: float = 1.0,
+        client: Redis | None = None,
+    ) -> None:
+        item = parse(rate_limit)
+        self._amount = int(item.amount)
+        self._window = int(item.get_expiry())
+        self._window_ms = self._window * 1000
+        self._open = RateDecision(
+            allowed=True, limit=self._amount, remaining=self._amount, reset_after=self._window
+        )
+        self._prefix = f"{namespace}:ratelimit:"
+        self._retry_after_failure = retry_after_failure
+        self._server = _without_credentials(url)
+        if client is None:
+            client = Redis.from_url(
+                url,
+                socket_connect_timeout=timeout,
+                socket_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+            )
+        self._redis = client
+        password = client.connection_pool.connection_kwargs.get("password")
+        self._password = password if isinstance(password, str) and password else None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # The batch of the current turn: its application ids and the future of its decisions.
+        self._batch: list[int] = []
+        self._pending: asyncio.Future[list[RateDecision]] | None = None
+        self._flushes: set[asyncio.Task[None]] = set()
+        self._resting_until = float("-inf")
+        self._failing = False
+
+    @property
+    def limit(self) -> int:
+        return self._amount
+
+    async def hit(self, application_id: int) -> RateDecision:
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._resting_until:
+            return self._open  # Redis failed moments ago: do not wait on it again yet
+        pending = self._pending
+        if pending is None:
+            if self._loop is None:
+                self._loop = loop
+            elif loop is not self._loop:
+                raise RuntimeError("one RedisLimiter serves one event loop; build one per loop")
+            pending = self._pending = loop.create_future()
+            # Runs after the callbacks already queued: the other hits of this turn join in.
+            loop.call_soon(self._flush)
+        index = len(self._batch)
+        self._batch.append(application_id)
+        # Shielded: a caller going away must not cancel the batch the others wait on.
+        decisions = await asyncio.shield(pending)
+        return decisions[index]
+
+    def _flush(self) -> None:
+        """Send the batch of the turn that just ended; later hits start the next one."""
+        pending, batch = self._pending, self._batch
+        self._pending, self._batch = None, []
+        assert pending is not None
+        assert self._loop is not None
+        if self._loop.time() < self._resting_until:
+            # A batch in flight failed during this turn: this one fails open at once too.
+            pending.set_result([self._open] * len(batch))
+            return
+        task = self._loop.create_task(self._send(batch, pending))
+        self._flushes.add(task)  # a strong reference until it ends (the loop keeps weak ones)
+        task.add_done_callback(self._flushes.discard)
+
+    async def _send(self, batch: list[int], pending: asyncio.Future[list[RateDecision]]) -> None:
+        # Every path resolves the future with decisions, never an exception: the
+        # callers must never see a Redis failure.
+        decisions = [self._open] * len(batch)
+        try:
+            replies = await self._run(
+                [f"{self._prefix}{application_id}" for application_id in batch]
+            )
+            decisions = [self._decision(reply) for reply in replies]
+        except Exception as error:
+            self._failed(error)
+        else:
+            self._answered()
+        finally:
+            if not pending.done():
+                pending.set_result(decisions)
+
+    async def _run(self, keys: list[str]) -> list[Any]:
+        """The script's replies for ``keys``, in one round trip unless Redis lost the script."""
+        replies = await self._pipeline(keys, by_sha=True)
+        lost = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if lost:
+            # Those calls never ran; EVAL runs them and caches the script for the next batches.
+            again = await self._pipeline([keys[n] for n in lost], by_sha=False)
+            for n, reply in zip(lost, again, strict=True):
+                replies[n] = reply
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply  # out of memory, a foreign key of another type...: fail open
+        return replies
+
+    async def _pipeline(self, keys: list[str], *, by_sha: bool) -> list[Any]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                if by_sha:
+                    pipe.evalsha(_HIT_SHA, 1, key, self._window_ms)
+                else:
+                    pipe.eval(_HIT_SCRIPT, 1, key, self._window_ms)
+            # Errors of single calls come back in their place instead of aborting the rest.
+            return await pipe.execute(raise_on_error=False)
+
+    def _decision(self, reply: Any) -> RateDecision:
+        count, left_ms = int(reply[0]), int(reply[1])
+        return RateDecision(
+            allowed=count <= self._amount,
+            limit=self._amount,
+            remaining=max(0, self._amount - count),
+            reset_after=max(1, math.ceil(left_ms / 1000)),
+        )
+
+    def _failed(self, error: Exception) -> None:
+        assert self._loop is not None
+        self._resting_until = self._loop.time() + self._retry_after_failure
+        if not self._failing:
+            self._failing = True
+            log.warning(
+                "Redis at %s failed (%s); rate limits are not enforced until it answers again",
+                self._server,
+                self._describe(error),
+            )
+
+    def _answered(self) -> None:
+        if self._failing:
+            self._failing = False
+            log.info("Redis at %s answers again; rate limits are enforced", self._server)
+
+    def _describe(self, error: Exception) -> str:
+        text = f"{type(error).__name__}: {error}"
+        # Error texts should not carry the password, but a log line must never leak it.
+        return text.replace(self._password, "***") if self._password else text
+
+    async def close(self) -> None:
+        # Let the batch of this turn and those in flight finish: their callers are waiting.
+        if self._pending is not None:
+            await asyncio.shield(self._pending)
+        if self._flushes:
+            await asyncio.gather(*self._flushes, return_exceptions=True)
+        await self._redis.aclose(close_connection_pool=True)
+
+
+def _without_credentials(url: str) -> str:
+    """The URL's scheme, host, port and path: enough to tell servers apart, no secret."""
+    try:
+        parts = urlsplit(url)
+        address = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return "<unparsable URL>"
+    return f"{parts.scheme}://{address}{parts.path}"

@@ -1,0 +1,424 @@
+"""The Redis rate limiter against real Redis servers: decisions, exactness, batching, outages.
+
+Opt in by naming a Redis in ``PKGCAT_TEST_REDIS_URL`` (``redis://127.0.0.1:6379/0``);
+without it the tests that need one skip, except in CI (``CI`` set), where they fail.
+Tests that must read server-wide counters, or stop and restart the server, start
+a ``redis-server`` of their own on a free port: a shared server's counters move
+with other clients' traffic, and stopping it would disturb them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from pkgcat.domain import RateDecision
+from pkgcat.storage.redis.limiter import RedisLimiter
+
+LOGGER = "pkgcat.storage.redis"
+WAIT = 10.0
+"""Upper bound, in seconds, of any single wait in these tests (they take far less)."""
+# Read at import: the suite's autouse fixture removes every PKGCAT_* variable before
+# each test runs, so that the app under test never sees a developer's settings.
+REDIS_URL = os.environ.get("PKGCAT_TEST_REDIS_URL")
+
+
+def _require(reason: str) -> None:
+    """Skip for ``reason``, or fail in CI, where every test must really run."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the Redis limiter tests, but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def redis_url() -> str:
+    url = REDIS_URL
+    if not url:
+        _require("PKGCAT_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0)")
+    assert url is not None
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        pytest.fail(f"no Redis answers at PKGCAT_TEST_REDIS_URL: {type(error).__name__}")
+    finally:
+        client.close()
+    return url
+
+
+def new_namespace() -> str:
+    return f"pkgcat-test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def namespace(redis_url: str) -> Iterator[str]:
+    """A namespace of the test's own on the shared Redis; its keys are deleted afterwards."""
+    name = new_namespace()
+    yield name
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{name}:*"))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on (as of the call)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+class PrivateRedis:
+    """A ``redis-server`` of one test: a free port, a temp dir, nothing persisted.
+
+    Its keys disappear with the process, so stopping it is its cleanup.
+    """
+
+    def __init__(self, binary: str, directory: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._binary = binary
+        self._directory = directory
+        self._process: subprocess.Popen[bytes] | None = None
+        # One connection for the test's own reads, so that reading the server's
+        # counters costs the same every time (no connect, no handshake).
+        self._observer: redis.Redis | None = None
+
+    def start(self) -> None:
+        assert self._process is None
+        options = {
+            "--port": str(self.port),
+            "--bind": "127.0.0.1",
+            "--save": "",  # nothing written to disk: the data dies with the process
+            "--appendonly": "no",
+            "--daemonize": "no",  # stays our child, so the test can stop it
+            "--dir": str(self._directory),
+        }
+        command = [self._binary, *(part for pair in options.items() for part in pair)]
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + WAIT
+        self._observer = self.client()
+        while True:  # until it accepts connections
+            try:
+                self._observer.ping()
+                return
+            except redis.ConnectionError:
+                if self._process.poll() is not None:
+                    raise RuntimeError(f"redis-server exited on port {self.port}") from None
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.close()
+            self._observer = None
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=WAIT)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_connect_timeout=2, socket_timeout=2)
+
+    def stats(self) -> dict[str, Any]:
+        """INFO everything the tests read: one command on the observer's open connection."""
+        assert self._observer is not None
+        info: dict[str, Any] = self._observer.info("all")
+        return info
+
+
+@pytest.fixture
+def private_redis(redis_url: str, tmp_path: Path) -> Iterator[PrivateRedis]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        _require("redis-server is not on PATH")
+    assert binary is not None
+    server = PrivateRedis(binary, tmp_path)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
+
+
+def infos_of(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.INFO]
+
+
+async def hit(limiter: RedisLimiter, application_id: int = 1) -> RateDecision:
+    return await asyncio.wait_for(limiter.hit(application_id), timeout=WAIT)
+
+
+def test_decisions_follow_the_fixed_window(redis_url: str, namespace: str) -> None:
+    async def main() -> None:
+        limiter = RedisLimiter(redis_url, "3/minute", namespace)
+        try:
+            decisions = [await hit(limiter) for _ in range(4)]
+            assert [d.allowed for d in decisions] == [True, True, True, False]
+            assert [d.remaining for d in decisions] == [2, 1, 0, 0]
+            assert all(d.limit == 3 for d in decisions)
+            assert all(1 <= d.reset_after <= 60 for d in decisions)
+            # Another application has a window of its own...
+            assert await hit(limiter, 2) == RateDecision(True, 3, 2, 60)
+            assert not (await hit(limiter, 1)).allowed
+            # ...and so has another catalogue sharing the Redis.
+            other = RedisLimiter(redis_url, "3/minute", namespace + "-other")
+            try:
+                assert (await hit(other, 1)).remaining == 2
+            finally:
+                await other.close()
+        finally:
+            await limiter.close()
+
+    asyncio.run(main())
+    with redis.Redis.from_url(redis_url) as client:
+        key = f"{namespace}:ratelimit:1"
+        assert int(client.get(key) or 0) == 5  # refused hits count, as in ``limits``
+        assert 0 < client.pttl(key) <= 60_000
+        client.delete(f"{namespace}-other:ratelimit:1")
+
+
+def test_a_counter_without_expiry_gets_one(redis_url: str, namespace: str) -> None:
+    key = f"{namespace}:ratelimit:7"
+    with redis.Redis.from_url(redis_url) as client:
+        client.set(key, 5)  # left without a TTL, it would refuse the application forever
+
+    async def main() -> RateDecision:
+        limiter = RedisLimiter(redis_url, "5/minute", namespace)
+        try:
+            return await hit(limiter, 7)
+        finally:
+            await limiter.close()
+
+    decision = asyncio.run(main())
+    assert decision == RateDecision(allowed=False, limit=5, remaining=0, reset_after=60)
+    with redis.Redis.from_url(redis_url) as client:
+        assert 0 < client.pttl(key) <= 60_000
+
+
+def test_two_workers_share_one_exact_count(redis_url: str, namespace: str) -> None:
+    async def main() -> list[RateDecision]:
+        # Two limiters with their own connection pools, as two worker processes have.
+        first = RedisLimiter(redis_url, "100/minute", namespace)
+        second = RedisLimiter(redis_url, "100/minute", namespace)
+        try:
+            return await asyncio.gather(*(hit(first if n % 2 else second, 42) for n in range(200)))
+        finally:
+            await first.close()
+            await second.close()
+
+    decisions = asyncio.run(main())
+    allowed = [d for d in decisions if d.allowed]
+    assert len(allowed) == 100
+    # Each count 1..100 was handed out exactly once.
+    assert sorted(d.remaining for d in allowed) == list(range(100))
+    assert all(d.remaining == 0 for d in decisions if not d.allowed)
+    with redis.Redis.from_url(redis_url) as client:
+        assert int(client.get(f"{namespace}:ratelimit:42") or 0) == 200
+
+
+def test_the_hits_of_one_turn_share_one_round_trip(private_redis: PrivateRedis) -> None:
+    """Observed on the server, whose INFO counts the socket reads and writes it makes.
+
+    Reading INFO costs some reads and writes itself, measured first with no traffic
+    in between; what the hits add on top of that is theirs. N hits of one turn
+    must add one read (the whole pipeline, about 5 KB, fits Redis' 16 KB read
+    buffer), one write (all the replies) and N script calls, on the connection
+    already open. As a control, N hits awaited one by one add N reads, which
+    shows that the measure does see separate round trips. The server is the
+    test's own, so no other client moves its counters.
+    """
+    hits = 50
+
+    def delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]:
+        calls = "cmdstat_evalsha"
+        return {
+            "reads": after["total_reads_processed"] - before["total_reads_processed"],
+            "writes": after["total_writes_processed"] - before["total_writes_processed"],
+            "connections": after["total_connections_received"]
+            - before["total_connections_received"],
+            "scripts": after[calls]["calls"] - before.get(calls, {"calls": 0})["calls"],
+        }
+
+    async def main() -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        limiter = RedisLimiter(private_redis.url, "1000/minute", new_namespace())
+        try:
+            await hit(limiter)  # opens the connection and caches the script
+            start = private_redis.stats()
+            idle = private_redis.stats()
+            decisions = await asyncio.gather(*(limiter.hit(n % 5) for n in range(hits)))
+            batched = private_redis.stats()
+            assert all(d.allowed for d in decisions)
+            for n in range(hits):
+                await hit(limiter, n % 5)
+            one_by_one = private_redis.stats()
+        finally:
+            await limiter.close()
+        return delta(start, idle), delta(idle, batched), delta(batched, one_by_one)
+
+    idle, batched, one_by_one = asyncio.run(main())
+    assert idle["scripts"] == idle["connections"] == 0
+    assert batched["connections"] == one_by_one["connections"] == 0
+    assert batched["scripts"] == one_by_one["scripts"] == hits
+    assert batched["reads"] - idle["reads"] == 1
+    assert batched["writes"] - idle["writes"] == 1
+    assert one_by_one["reads"] - idle["reads"] == hits
+
+
+def test_a_lost_script_cache_costs_no_count(private_redis: PrivateRedis) -> None:
+    """After SCRIPT FLUSH (or a restart) the calls meet NOSCRIPT; only they are sent again."""
+
+    def noscripts_and_evals(stats: dict[str, Any]) -> tuple[int, int]:
+        return (
+            stats.get("errorstat_NOSCRIPT", {"count": 0})["count"],
+            stats.get("cmdstat_eval", {"calls": 0})["calls"],
+        )
+
+    async def main() -> tuple[list[RateDecision], tuple[int, int], tuple[int, int]]:
+        limiter = RedisLimiter(private_redis.url, "10/minute", new_namespace())
+        try:
+            await hit(limiter)
+            with private_redis.client() as client:
+                client.script_flush()
+            before = noscripts_and_evals(private_redis.stats())
+            decisions = await asyncio.gather(*(limiter.hit(1) for _ in range(3)))
+            after = noscripts_and_evals(private_redis.stats())
+            return decisions, before, after
+        finally:
+            await limiter.close()
+
+    decisions, before, after = asyncio.run(main())
+    # Counts 2, 3 and 4: each call ran exactly once, none was lost or counted twice.
+    assert sorted(d.remaining for d in decisions) == [6, 7, 8]
+    # All three met NOSCRIPT in the batch by SHA, and were sent again as one EVAL each.
+    assert (after[0] - before[0], after[1] - before[1]) == (3, 3)
+
+
+def test_no_redis_fails_open_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    url = f"redis://:not-to-be-logged@127.0.0.1:{free_port()}/0"
+
+    async def main() -> list[RateDecision]:
+        # No pause after a failure: every hit below really tries the closed port.
+        limiter = RedisLimiter(url, "3/minute", new_namespace(), retry_after_failure=0)
+        try:
+            decisions = [await hit(limiter) for _ in range(5)]
+            decisions += await asyncio.gather(*(hit(limiter, n) for n in range(5)))
+            return decisions
+        finally:
+            await limiter.close()
+
+    decisions = asyncio.run(main())
+    assert decisions == [RateDecision(allowed=True, limit=3, remaining=3, reset_after=60)] * 10
+    [warning] = warnings_of(caplog)
+    assert "rate limits are not enforced" in warning.getMessage()
+    assert "not-to-be-logged" not in caplog.text
+    assert not infos_of(caplog)
+
+
+def test_a_silent_redis_times_out_and_is_left_alone_after_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server that accepts connections but never answers (hung, or a black hole).
+
+    Connections wait in the listening socket's backlog, so the test counts the
+    limiter's attempts without ever answering one.
+    """
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+
+        async def main() -> list[RateDecision]:
+            limiter = RedisLimiter(
+                url, "3/minute", new_namespace(), timeout=0.05, retry_after_failure=3600
+            )
+            try:
+                decisions = [await hit(limiter)]  # waits for the timeout, then fails open
+                decisions += [await hit(limiter) for _ in range(3)]
+                decisions += await asyncio.gather(*(hit(limiter) for _ in range(3)))
+                return decisions
+            finally:
+                await limiter.close()
+
+        decisions = asyncio.run(main())
+        listener.setblocking(False)
+        attempts = 0
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except BlockingIOError:
+                break
+            connection.close()
+            attempts += 1
+
+    assert all(d.allowed and d.remaining == 3 for d in decisions)
+    assert attempts == 1  # the hits after the failure made no network call
+    [warning] = warnings_of(caplog)
+    assert "Timeout" in warning.getMessage()
+
+
+def test_limits_are_enforced_again_when_redis_comes_back(
+    private_redis: PrivateRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    fail_open = RateDecision(allowed=True, limit=2, remaining=2, reset_after=60)
+
+    async def main() -> None:
+        limiter = RedisLimiter(
+            private_redis.url, "2/minute", new_namespace(), timeout=1.0, retry_after_failure=0
+        )
+        try:
+            assert [(await hit(limiter)).allowed for _ in range(3)] == [True, True, False]
+            assert not warnings_of(caplog)
+
+            private_redis.stop()
+            assert [await hit(limiter) for _ in range(3)] == [fail_open] * 3
+            assert len(warnings_of(caplog)) == 1
+            assert not infos_of(caplog)
+
+            # A new, empty server on the same address: a fresh window, enforced again.
+            private_redis.start()
+            decisions = [await hit(limiter) for _ in range(3)]
+            assert [d.allowed for d in decisions] == [True, True, False]
+            assert [d.remaining for d in decisions] == [1, 0, 0]
+            [info] = infos_of(caplog)
+            assert "answers again" in info.getMessage()
+            assert len(warnings_of(caplog)) == 1
+        finally:
+            await limiter.close()
+
+    asyncio.run(main())
+    # The new server had no script cached: the first call fell back to EVAL once.
+    assert private_redis.stats()["cmdstat_eval"]["calls"] == 1
