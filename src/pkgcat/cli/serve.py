@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from typing import Annotated
 
 import typer
@@ -10,8 +12,10 @@ from granian import Granian
 from granian.constants import Interfaces
 from granian.log import LogLevels
 
-from pkgcat.app import create_app
+from pkgcat.app import app_from_environment, create_app
 from pkgcat.cli._common import fail, load_settings, migrated, stderr
+from pkgcat.http.asgi import ApiApp
+from pkgcat.workers import die_with_parent, obey_stop_signals_in_forks
 
 
 def serve(
@@ -26,10 +30,11 @@ def serve(
     except Exception as error:  # any setting the app cannot be built from
         fail(str(error), 2)
     migrated(settings)
-    if settings.workers > 1 and settings.rate_limit_storage.startswith("memory"):
+    in_memory = settings.redis_url is None and settings.rate_limit_storage.startswith("memory")
+    if settings.workers > 1 and in_memory:
         stderr.print(
-            "warning: with several workers and PKGCAT_RATE_LIMIT_STORAGE=memory://, each worker "
-            "keeps its own rate-limit counts; use redis://HOST:PORT to share one limit"
+            "warning: with several workers and no PKGCAT_REDIS_URL, each worker keeps its own "
+            "rate-limit counts; set PKGCAT_REDIS_URL=redis://HOST:PORT/DB to share one limit"
         )
     # Workers build their app from the environment: hand them the effective settings.
     os.environ.update(
@@ -38,18 +43,69 @@ def serve(
         PKGCAT_PORT=str(settings.port),
         PKGCAT_WORKERS=str(settings.workers),
     )
+    # Last step before granian binds, to keep the time another server has to take the
+    # port after the check as short as possible.
+    refuse_a_taken_port(settings.host, settings.port)
     stderr.print(
         f"serving the Package Catalogue API on http://{settings.host}:{settings.port} "
         f"({settings.workers} worker{'s' if settings.workers > 1 else ''}, "
         f"shape {settings.shape}, {settings.rate_limit}); docs at /docs"
     )
+    obey_stop_signals_in_forks()
     Granian(
-        target="pkgcat.app:app_from_environment",
+        target=f"{worker_app.__module__}:{worker_app.__name__}",
         factory=True,
         interface=Interfaces.ASGI,
         address=settings.host,
         port=settings.port,
         workers=settings.workers,
+        # By default granian stops the whole server when a worker dies. Instead, a worker
+        # that dies (a crash, the OOM killer, kill -9) is replaced. If the same worker dies
+        # again within about 5 s of being replaced, granian treats it as a crash loop and
+        # stops the server (exit code 1).
+        respawn_failed_workers=True,
         log_access=False,  # an access line would hold the query, and the query can hold the key
         log_level=LogLevels(settings.log_level),
     ).serve()
+
+
+def worker_app() -> ApiApp:
+    """The factory granian calls in each worker: tie the worker to the server, then build the app."""
+    die_with_parent()
+    return app_from_environment()
+
+
+def refuse_a_taken_port(host: str, port: int) -> None:
+    """Exit with code 2 and one line if ``host:port`` cannot be bound for this server.
+
+    granian (2.8) binds each worker's listener with SO_REUSEPORT on Linux, and no option
+    turns that off. A second server on a port that one already serves therefore starts
+    without an error, and the kernel splits the connections between the two. This probe
+    binds without SO_REUSEPORT, so it collides with any socket listening there: another
+    ``pkgcat serve``, or any other program, on this address or on the wildcard address.
+    It does set SO_REUSEADDR, like the server, so that connections a stopped server left
+    in TIME_WAIT do not count as the port being in use.
+
+    The probe is closed before granian binds: holding it open would make granian's own
+    binds fail. Another server whose check falls in the fraction of a second between the
+    two (the workers bind once their app is built) can still share the port.
+    """
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        family, kind, proto, _, sockaddr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as error:
+        fail(f"cannot listen on {address}: {error.strerror}", 2)
+    with socket.socket(family, kind, proto) as probe:
+        if os.name == "posix":  # on Windows, SO_REUSEADDR would let the probe bind over a listener
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(sockaddr)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                fail(
+                    f"{address} is already in use; stop the other server or choose another --port",
+                    2,
+                )
+            fail(f"cannot listen on {address}: {error.strerror}", 2)

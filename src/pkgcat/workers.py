@@ -1,0 +1,88 @@
+"""Worker processes of ``pkgcat serve`` never outlive the server that started them.
+
+granian's process manager stops and respawns its workers, but only while it runs.
+Killed by SIGKILL or by the OOM killer, it cannot stop them, and they would go on
+serving the port as orphans that nothing stops or replaces, so the next
+``pkgcat serve`` would find the port taken. :func:`die_with_parent`, called in each
+worker as it starts, asks the kernel to kill the worker when its parent dies (Linux
+only, ``prctl(PR_SET_PDEATHSIG)``; elsewhere it does nothing).
+
+:func:`obey_stop_signals_in_forks`, called in the server before it starts its
+workers, makes sure a worker obeys a stop that arrives while it is still starting.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+"""From ``<linux/prctl.h>``: set the signal the kernel sends this process when its parent dies."""
+
+PARENT_DEATH_SIGNAL = signal.SIGKILL
+"""SIGKILL, not SIGTERM: the worker must go even if it could not stop gracefully. A
+SIGTERM can be caught, and the graceful drain it starts has no end date once the
+parent, which would enforce one, is gone. Nothing in a worker needs a clean exit:
+each usage count is committed before its response is sent."""
+
+
+def die_with_parent() -> bool:
+    """Have this process killed when the process that started it dies.
+
+    This applies only to a process started by :mod:`multiprocessing` (granian starts
+    its workers that way), and only on Linux. Elsewhere, and in any other process
+    (a test, another server calling the app factory), nothing happens. Returns
+    whether the kernel will send the signal.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None or sys.platform != "linux":
+        return False
+    if not _set_parent_death_signal(PARENT_DEATH_SIGNAL):
+        return False
+    # The request only covers a parent death that happens after it. If the server died
+    # between the fork and now, the worker has already been given to another parent
+    # (init or a subreaper), and no signal will come. The pid that multiprocessing
+    # recorded at the start tells whether that happened.
+    if os.getppid() != parent.pid:
+        os.kill(os.getpid(), PARENT_DEATH_SIGNAL)
+    return True
+
+
+def _set_parent_death_signal(signum: int) -> bool:
+    """``prctl(PR_SET_PDEATHSIG, signum)`` through libc; False if it cannot be made.
+
+    The kernel sends the signal when the *thread* that forked this process ends, not
+    when the whole process does. granian forks its workers, including respawned ones,
+    from its main thread, which lasts as long as the server.
+    """
+    try:
+        # CDLL(None) gives the symbols already loaded into the interpreter, libc among them.
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+    prctl.restype = ctypes.c_int
+    result: int = prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    return result == 0
+
+
+def obey_stop_signals_in_forks() -> None:
+    """Start every process forked from now on with SIGINT and SIGTERM at their defaults.
+
+    They stay so until the process installs handlers of its own, as granian's workers do
+    before they serve. A forked worker would otherwise inherit the server's handlers, which
+    only wake the server's main loop, a loop that does not run in the worker. A stop that
+    arrives while the worker is still starting (Ctrl-C, or ``pkgcat serve`` stopped right
+    after it started) would be lost, and the server would wait for that worker forever.
+    The reset runs right after the fork, before any of the worker's own code. A worker
+    started by exec rather than fork has the default handlers anyway.
+    """
+    os.register_at_fork(after_in_child=_default_stop_signals)
+
+
+def _default_stop_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)

@@ -1,0 +1,388 @@
+"""The processes of a real `pkgcat serve`: its workers, their respawn, a taken port, a killed server.
+
+Processes and sockets are found through /proc (Linux): a server's workers are its
+children, and /proc/net/tcp tells which of them holds a listening socket or the server
+end of a connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+import pytest
+
+from tests.servers import PKGCAT, Served, demo_server, free_port, stop
+
+pytestmark = [
+    pytest.mark.server,
+    pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; PR_SET_PDEATHSIG is Linux's"),
+]
+
+WAIT = 10.0
+"""Seconds a process or socket has to reach the state a test waits for."""
+START = 30.0
+"""Seconds a `pkgcat serve` has to start, or to fail to (the same bound as tests.servers)."""
+
+LISTEN, ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them
+
+T = TypeVar("T")
+
+
+def poll(check: Callable[[], T | None], what: str, within: float = WAIT) -> T:
+    """Call ``check`` until it returns something other than None, for at most ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        found = check()
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f"{what}: not within {within} s"
+        time.sleep(0.05)  # the pause between two looks, not a timing
+
+
+# Processes --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proc:
+    """A process: its pid and start time, since a pid alone can be reused."""
+
+    pid: int
+    started: int  # clock ticks after boot, field 22 of /proc/PID/stat
+
+
+def stat(pid: int, task: int | None = None) -> tuple[str, int, int] | None:
+    """State, parent pid and start time of a process (or of one of its threads); None once gone."""
+    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces: count the fields after it.
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def running(proc: Proc) -> bool:
+    """Whether any thread of the process still runs.
+
+    A zombie has exited and only awaits its parent. The main thread of a killed process
+    can be a zombie while its other threads are still exiting, with its files (and
+    sockets) still open, so every thread is looked at.
+    """
+    found = stat(proc.pid)
+    if found is None or found[2] != proc.started:
+        return False
+    try:
+        tasks = os.listdir(f"/proc/{proc.pid}/task")
+    except OSError:
+        return False
+    states = (stat(proc.pid, int(task)) for task in tasks)
+    return any(state is not None and state[0] not in ("Z", "X") for state in states)
+
+
+def children(parent: int) -> set[Proc]:
+    """The running children of ``parent``: for a `pkgcat serve`, its workers."""
+    found: set[Proc] = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (info := stat(int(entry.name))) is not None:
+            state, ppid, started = info
+            if ppid == parent and state != "Z":
+                found.add(Proc(int(entry.name), started))
+    return found
+
+
+# Sockets ----------------------------------------------------------------------------------------
+
+
+def held_sockets(pid: int) -> set[int]:
+    """Inodes of the sockets a process holds open."""
+    inodes: set[int] = set()
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for descriptor in descriptors:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{descriptor}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[len("socket:[") : -1]))
+    return inodes
+
+
+def tcp_sockets(state: str, local_port: int, remote_port: int | None = None) -> set[int]:
+    """Inodes of this machine's TCP sockets in ``state`` on ``local_port`` (and ``remote_port``)."""
+    inodes: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, remote = (int(end.rsplit(":", 1)[1], 16) for end in fields[1:3])
+            if fields[3] == state and local == local_port and remote_port in (None, remote):
+                inodes.add(int(fields[9]))
+    return inodes
+
+
+def listening_workers(served: Served) -> set[Proc]:
+    """The server's workers that hold a socket listening on its port."""
+    listeners = tcp_sockets(LISTEN, served.port)
+    return {w for w in children(served.process.pid) if held_sockets(w.pid) & listeners}
+
+
+def all_listening(served: Served, count: int) -> set[Proc]:
+    """Wait until ``count`` workers of the server listen on its port; return them."""
+    return poll(
+        lambda: found if len(found := listening_workers(served)) == count else None,
+        f"{count} workers listening on port {served.port}",
+        within=START,
+    )
+
+
+def answering_worker(served: Served, workers: set[Proc]) -> Proc | None:
+    """GET /healthz over a new connection; the worker that holds the server's end of it."""
+    connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=WAIT)
+    try:
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200
+        # Kept alive: the server's end is still open, and its remote port is ours.
+        client_port: int = connection.sock.getsockname()[1]
+        server_end = tcp_sockets(ESTABLISHED, served.port, client_port)
+        return next((w for w in workers if held_sockets(w.pid) & server_end), None)
+    finally:
+        connection.close()
+
+
+def workers_answering(served: Served, workers: set[Proc]) -> set[Proc]:
+    """Open connections until every worker in ``workers`` has answered one.
+
+    The kernel picks a listener for each connection by a hash of its addresses, so
+    64 connections all missing one of two workers would take odds of 2**-63.
+    """
+    answered: set[Proc] = set()
+    for _ in range(64):
+        answerer = answering_worker(served, workers)
+        if answerer is not None:
+            answered.add(answerer)
+        if answered == workers:
+            break
+    return answered
+
+
+def api_answers(served: Served) -> None:
+    """A real API request, on a new connection, answers 200."""
+    app = served.apps[0]
+    usage = httpx.get(
+        f"{served.base}/1.0/application/usage.json",
+        headers={"Authorization": f"Bearer {app['secret_key']}"},
+        timeout=WAIT,
+    )
+    assert usage.status_code == 200, usage.text
+
+
+# Cleanup ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> Iterator[str]:
+    """The database URL of the test's servers, which also marks their processes.
+
+    Every process a test starts carries the URL in its environment, workers included
+    (they are forked). Whatever still runs with it when the test ends, even after a
+    failure, or orphaned by a killed server, is killed then.
+    """
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    yield url
+    mark = f"PKGCAT_DATABASE_URL={url}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in environment:
+            with contextlib.suppress(ProcessLookupError):  # it has just exited
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def serve_on_taken_port(port: int, env: dict[str, str], log: Path) -> tuple[int, str]:
+    """Run a second `pkgcat serve` on ``port``; its exit code and everything it wrote."""
+    with log.open("wb") as output:
+        second = subprocess.Popen(
+            [PKGCAT, "serve", "--port", str(port)], env=env, stdout=output, stderr=output
+        )
+        try:
+            code = poll(second.poll, "the second server exits", within=START)
+        finally:
+            stop(second)  # only does something if it is still running: the test fails then
+    return code, log.read_text()
+
+
+def taken_message(port: int) -> str:
+    address = f"127.0.0.1:{port}"
+    return f"error: {address} is already in use; stop the other server or choose another --port"
+
+
+# A server that dies before its worker asks to die with it: the worker plays granian's, and
+# checks in a file whether it got through die_with_parent().
+LATE_WORKER = """
+import multiprocessing, os, sys, time
+from pathlib import Path
+from pkgcat.workers import die_with_parent
+
+def worker(log):
+    deadline = time.monotonic() + 10
+    while os.getppid() == multiprocessing.parent_process().pid:
+        assert time.monotonic() < deadline, "the server did not exit"
+        time.sleep(0.01)
+    Path(log).write_text("calling")
+    die_with_parent()
+    Path(log).write_text("survived")
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("fork").Process(target=worker, args=(sys.argv[1],))
+    child.start()
+    Path(sys.argv[2]).write_text(str(child.pid))
+    os._exit(0)  # at once, as a killed server would, without waiting for the worker
+"""
+
+
+# Tests ------------------------------------------------------------------------------------------
+
+
+def test_two_workers_both_answer(tmp_path: Path, database_url: str) -> None:
+    with demo_server(tmp_path, workers=2) as served:
+        workers = all_listening(served, 2)
+        assert workers_answering(served, workers) == workers
+        api_answers(served)
+
+
+def test_a_killed_worker_is_replaced_while_the_other_answers(
+    tmp_path: Path, database_url: str
+) -> None:
+    with demo_server(tmp_path, workers=2) as served:
+        workers = all_listening(served, 2)
+        victim = min(workers, key=lambda w: w.pid)
+        (survivor,) = workers - {victim}
+        os.kill(victim.pid, signal.SIGKILL)
+        poll(lambda: None if running(victim) else True, "the killed worker exits")
+        # No gap in service: the survivor still listens, and requests succeed at once.
+        assert survivor in listening_workers(served)
+        for _ in range(5):
+            api_answers(served)
+
+        after = all_listening(served, 2)
+        assert survivor in after
+        assert victim not in after
+        (replacement,) = after - {survivor}
+        assert workers_answering(served, after) == {survivor, replacement}
+        api_answers(served)
+        assert served.process.poll() is None
+
+
+def test_a_second_server_on_the_same_port_exits_with_code_2(
+    tmp_path: Path, database_url: str
+) -> None:
+    with demo_server(tmp_path, workers=2) as served:
+        workers = all_listening(served, 2)
+        code, output = serve_on_taken_port(served.port, served.env, tmp_path / "second.log")
+        assert (code, output.strip()) == (2, taken_message(served.port))
+        # The first server never noticed: same workers, the only listeners, still answering.
+        assert served.process.poll() is None
+        assert listening_workers(served) == workers
+        assert len(tcp_sockets(LISTEN, served.port)) == 2
+        assert workers_answering(served, workers) == workers
+
+
+@pytest.mark.parametrize("reuseport", [False, True], ids=["plain", "reuseport"])
+def test_a_port_another_program_listens_on_is_refused(
+    tmp_path: Path, database_url: str, reuseport: bool
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
+    env["PKGCAT_DATABASE_URL"] = database_url
+    with socket.socket() as other:
+        # With SO_REUSEPORT, as a granian server sets it, the port could be shared silently.
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, int(reuseport))
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port: int = other.getsockname()[1]
+        code, output = serve_on_taken_port(port, env, tmp_path / "second.log")
+        assert (code, output.strip()) == (2, taken_message(port))
+        assert tcp_sockets(LISTEN, port) == {os.fstat(other.fileno()).st_ino}
+
+
+def test_the_workers_of_a_killed_server_exit_by_themselves(
+    tmp_path: Path, database_url: str
+) -> None:
+    with demo_server(tmp_path, workers=2) as served:
+        workers = all_listening(served, 2)
+        served.process.kill()
+        served.process.wait(timeout=WAIT)
+        poll(
+            lambda: None if any(running(w) for w in workers) else True,
+            "every worker of the killed server exits",
+        )
+        assert not tcp_sockets(LISTEN, served.port)
+
+
+def test_a_worker_whose_server_died_before_it_started_kills_itself(
+    tmp_path: Path, database_url: str
+) -> None:
+    env = {**os.environ, "PKGCAT_DATABASE_URL": database_url}  # marks them for the cleanup
+    log, pid_file = tmp_path / "worker.log", tmp_path / "worker.pid"
+    with (tmp_path / "server.log").open("wb") as output:
+        server = subprocess.run(
+            [sys.executable, "-c", LATE_WORKER, str(log), str(pid_file)],
+            env=env,
+            stdout=output,
+            stderr=output,
+            timeout=START,
+        )
+    assert server.returncode == 0, (tmp_path / "server.log").read_text()
+    worker = int(pid_file.read_text())
+    poll(
+        lambda: None if (found := stat(worker)) is not None and found[0] != "Z" else True,
+        "the orphaned worker exits",
+    )
+    assert log.read_text() == "calling"
+
+
+def test_a_server_stopped_while_its_workers_start_stops(tmp_path: Path, database_url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
+    env["PKGCAT_DATABASE_URL"] = database_url
+    with (tmp_path / "server.log").open("wb") as output:
+        server = subprocess.Popen(
+            [PKGCAT, "serve", "--port", str(free_port()), "--workers", "2"],
+            env=env,
+            stdout=output,
+            stderr=output,
+        )
+        try:
+            # Stopped as soon as its workers exist, most likely while they build their app.
+            poll(
+                lambda: True if len(children(server.pid)) == 2 else None,
+                "two workers",
+                within=START,
+            )
+            server.send_signal(signal.SIGINT)
+            assert poll(server.poll, "the server stops") == 0
+        finally:
+            stop(server)
