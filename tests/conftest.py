@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from sqlalchemy import text
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -19,8 +21,10 @@ from pkgcat.cli import app as cli
 from pkgcat.config import Settings
 from pkgcat.http.openapi import openapi_document
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import upgrade
 from tests import factories as f
+from tests.backends import POSTGRES_VARIABLE, REDIS_VARIABLE, PostgresDatabases, service_url
 
 OPENAPI = openapi_document()
 
@@ -68,20 +72,84 @@ class Api:
 
     http: TestClient
     keys: dict[str, str] = field(default_factory=dict)
+    pushed: bool = False
+    """Whether changes reach the app by notification (PostgreSQL) rather than on read."""
 
     def get(self, path: str, key: str | None = None, **params: Any) -> httpx.Response:
         """GET an API path with ``key`` in the query (the spec's way); checks the document."""
         query = {k: v for k, v in params.items() if v is not None}
         if key is not None:
             query["secret_key"] = key
+        if self.pushed:
+            self.settle()
         return self.http.get(path, params=query)  # checked by the client's response hook
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait until the app has heard of every change committed so far (``/readyz`` says).
+
+        Tests change the catalogue and read it back at once; a notification
+        takes a moment to arrive, and a test must not race it.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = self.http.get("/readyz").json()
+            if ready["seen_generation"] >= ready["catalogue_generation"]:
+                return
+            assert time.monotonic() < deadline, f"changes not seen within {timeout} s: {ready}"
+            time.sleep(0.005)  # polling for a notification, not timing anything
+
+
+BACKENDS = ("sqlite", "postgres")
+
+
+@pytest.fixture(scope="session")
+def postgres_databases() -> Iterator[PostgresDatabases]:
+    """The session's migrated PostgreSQL template (skips, or fails in CI, without one)."""
+    databases = PostgresDatabases(service_url(POSTGRES_VARIABLE, "PostgreSQL"))
+    yield databases
+    databases.close()
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
+def sqlite_url(tmp_path: Path) -> str:
+    """A migrated SQLite file of the test's own."""
     url = f"sqlite:///{tmp_path / 'pkgcat.db'}"
     upgrade(url)
     return url
+
+
+@pytest.fixture
+def postgres_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
+    """A migrated PostgreSQL database of the test's own, dropped afterwards."""
+    with postgres_databases.database() as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest) -> str:
+    """A migrated database of the test's own, once on each backend."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """The test Redis (skips, or fails in CI, without one)."""
+    return service_url(REDIS_VARIABLE, "Redis")
+
+
+def stored_count(database_url: str, application_id: int) -> int:
+    """The application's counted requests as another process reads them from the database."""
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            total = db.execute(
+                text("SELECT coalesce(sum(count), 0) FROM usage_days WHERE application_id = :a"),
+                {"a": application_id},
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return int(total)
 
 
 @pytest.fixture
@@ -144,7 +212,7 @@ def make_api(database_url: str, clock: Clock, catalogue: dict[str, str]) -> Iter
         client.event_hooks = {"response": [_checked]}
         client.__enter__()
         clients.append(client)
-        return Api(http=client, keys=catalogue)
+        return Api(http=client, keys=catalogue, pushed=database_url.startswith("postgres"))
 
     yield build
     for client in clients:
@@ -162,7 +230,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     for name in list(os.environ):
-        if name.startswith("PKGCAT_"):
+        if name.startswith("PKGCAT_") and not name.startswith("PKGCAT_TEST_"):
             monkeypatch.delenv(name)
 
 

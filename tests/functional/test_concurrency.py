@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from typing import Any
 
 import httpx
 
 from pkgcat.app import create_app
 from pkgcat.config import Settings
-from pkgcat.storage.sqlite import sqlite_path
-from tests.conftest import Clock
+from tests.conftest import Clock, stored_count
 
 USAGE = "/1.0/application/usage.json"
 DETAILS = "/1.0/package/details.json"
-
-
-def stored_count(database_url: str, application_id: int) -> int:
-    """The count as another connection (another process) reads it from the file."""
-    with sqlite3.connect(sqlite_path(database_url)) as db:
-        row = db.execute(
-            "SELECT sum(count) FROM usage_days WHERE application_id = ?", (application_id,)
-        ).fetchone()
-    return int(row[0] or 0)
 
 
 def test_concurrent_requests_are_all_counted_before_their_answers(

@@ -1,0 +1,69 @@
+"""Real databases for the tests: a SQLite file, or a PostgreSQL database of the test's own.
+
+PostgreSQL and Redis come from ``PKGCAT_TEST_POSTGRES_URL`` and
+``PKGCAT_TEST_REDIS_URL`` (``.ci/run`` sets both). Without them a test that
+needs one skips with one line saying so; under CI (``CI`` set) it fails
+instead, so a missing service can never turn a run green.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from pkgcat.storage.migrate import upgrade
+
+POSTGRES_VARIABLE = "PKGCAT_TEST_POSTGRES_URL"
+REDIS_VARIABLE = "PKGCAT_TEST_REDIS_URL"
+
+
+def service_url(variable: str, what: str) -> str:
+    """The address a test service is at; skip (fail under CI) when it is not given."""
+    url = os.environ.get(variable)
+    if url:
+        return url
+    message = f"{what} tests need {variable} (e.g. make test with the services of docs/deploy.md)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}; CI must run them", pytrace=False)
+    pytest.skip(message)
+
+
+def _admin_conninfo(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _with_database(url: str, name: str) -> str:
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+class PostgresDatabases:
+    """Databases made from one migrated template: a fresh, isolated catalogue per test in ~50 ms."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.template = f"pkgcat_template_{uuid.uuid4().hex[:12]}"
+        self._execute(f'CREATE DATABASE "{self.template}"')
+        upgrade(_with_database(url, self.template))
+
+    def _execute(self, statement: str) -> None:
+        with psycopg.connect(_admin_conninfo(self.url), autocommit=True) as connection:
+            connection.execute(statement)  # type: ignore[arg-type]  # names made here, not input
+
+    @contextmanager
+    def database(self) -> Iterator[str]:
+        """A new database, copied from the migrated template, dropped afterwards."""
+        name = f"pkgcat_test_{uuid.uuid4().hex[:12]}"
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        try:
+            yield _with_database(self.url, name)
+        finally:
+            self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def close(self) -> None:
+        self._execute(f'DROP DATABASE IF EXISTS "{self.template}" WITH (FORCE)')

@@ -1,0 +1,221 @@
+"""The storage interfaces' contract, run on every backend (SQLite and PostgreSQL).
+
+Each test builds the backends of one worker the way the server does
+(:func:`pkgcat.storage.backends.open_storage`) over a real database of its
+own, seeded by the shared ``catalogue`` fixture, and checks what the request
+path relies on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import TypeVar
+
+import pytest
+from sqlalchemy import text
+
+from pkgcat import keys
+from pkgcat.config import Settings
+from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.backends import Storage, open_storage
+from pkgcat.storage.engine import engine_for
+from tests import factories as f
+from tests.conftest import Clock, stored_count
+
+DAY = date(2024, 3, 31)
+WHEN = 1_711_886_400
+T = TypeVar("T")
+
+
+def run(database_url: str, work: Callable[[Storage], Awaitable[T]]) -> T:
+    """``work`` on a fresh worker's storage, in an event loop of its own, closed afterwards."""
+
+    async def main() -> T:
+        storage = open_storage(Settings(database_url=database_url))
+        try:
+            return await work(storage)
+        finally:
+            await storage.close()
+
+    return asyncio.run(main())
+
+
+async def caught_up(storage: Storage, timeout: float = 5.0) -> int:
+    """Wait until the worker knows the database's generation (pushed ones take a moment)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        database, seen = await storage.catalogue.freshness()
+        if seen >= database >= 0:
+            return await storage.catalogue.generation()
+        assert time.monotonic() < deadline, f"generation {database} not seen in time ({seen})"
+        await asyncio.sleep(0.005)  # waiting for a notification, not timing anything
+
+
+def test_counts_of_concurrent_requests_all_land_before_they_return(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> None:
+        await asyncio.gather(*(storage.usage.record(1, DAY, 1, WHEN) for _ in range(40)))
+        # Every caller has returned: every count is in the database for anyone to read.
+        assert stored_count(database_url, 1) == 40
+        assert await storage.usage.usage(1, DAY, DAY) == {DAY: 40}
+
+    run(database_url, work)
+
+
+def test_usage_read_by_one_worker_includes_every_workers_counts(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(first: Storage) -> None:
+        second = open_storage(Settings(database_url=database_url))
+        try:
+            await asyncio.gather(
+                *(first.usage.record(1, DAY, 1, WHEN) for _ in range(7)),
+                *(second.usage.record(1, DAY, 2, WHEN) for _ in range(5)),
+            )
+            await first.catalogue.generation()
+            assert await first.usage.usage(1, DAY - timedelta(days=3), DAY) == {DAY: 12}
+        finally:
+            await second.close()
+
+    run(database_url, work)
+
+
+def test_a_failing_count_fails_its_callers_and_the_next_one_lands(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> None:
+        with pytest.raises(Exception, match=r"(?i)foreign key"):
+            await storage.usage.record(999, DAY, 1, WHEN)  # no such application
+        await storage.usage.record(1, DAY, 1, WHEN)
+
+    run(database_url, work)
+    assert stored_count(database_url, 1) == 1
+    assert stored_count(database_url, 999) == 0
+
+
+def test_a_cancelled_caller_does_not_cancel_the_others_count(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> None:
+        leaving = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN))
+        staying = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN))
+        await asyncio.sleep(0)
+        leaving.cancel()
+        await staying
+
+    run(database_url, work)
+    assert stored_count(database_url, 1) == 2
+
+
+def test_the_last_used_time_is_written_with_the_count(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    run(database_url, lambda storage: storage.usage.record(1, DAY, 1, WHEN))
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            used = db.execute(text("SELECT last_used_at FROM secret_keys WHERE id = 1")).scalar()
+    finally:
+        engine.dispose()
+    assert used == WHEN
+
+
+def test_keys_packages_and_buyers_are_read_by_name(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> None:
+        await storage.catalogue.generation()
+        record = await storage.catalogue.find_key(keys.hash_key(catalogue["beta-paris"]))
+        assert record is not None
+        assert (record.application.name, record.application.timezone) == (
+            "beta-paris",
+            "Europe/Paris",
+        )
+        assert await storage.catalogue.find_key(keys.hash_key("pkc_" + "x" * 40)) is None
+        package = await storage.catalogue.package("com.beta.paid")
+        assert package is not None
+        assert (package.price, package.currency, package.source.name) == (
+            Decimal("2.50"),
+            "EUR",
+            "Beta",
+        )
+        assert await storage.catalogue.package("com.nothing") is None
+        alpha = await storage.catalogue.package("com.alpha.paid")
+        assert alpha is not None
+        found = await storage.catalogue.buyers(alpha.id, alpha.source.id, limit=2, offset=0)
+        assert found.total == 3
+        assert [p.txn_id for p in found.purchases] == ["P-NEW", "S-MID"]
+
+    run(database_url, work)
+
+
+def test_a_change_reaches_the_cache_and_nothing_stale_is_served(
+    database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
+) -> None:
+    key = keys.hash_key(catalogue["alpha-a"])
+
+    async def work(storage: Storage) -> None:
+        before = await caught_up(storage)
+        assert await storage.catalogue.find_key(key) is not None  # now cached
+        package = await storage.catalogue.package("com.alpha.paid")
+        assert package is not None
+        assert package.price == Decimal("1.99")
+        # The operator revokes the key and changes a price, as another process would.
+        await asyncio.to_thread(admin.revoke_key, keys.display_prefix(catalogue["alpha-a"]))
+        after = await caught_up(storage)
+        assert after > before
+        assert await storage.catalogue.find_key(key) is None
+        with admin.engine.begin() as db:
+            db.execute(text("UPDATE packages SET price = '3.00' WHERE package = 'com.alpha.paid'"))
+        await caught_up(storage)
+        package = await storage.catalogue.package("com.alpha.paid")
+        assert package is not None
+        assert package.price == Decimal("3.00")
+
+    run(database_url, work)
+
+
+def test_deep_buyers_pages_agree_with_a_plain_scan(
+    database_url: str, admin: CatalogueAdmin, clock: Clock
+) -> None:
+    admin.load(
+        sources=[f.source(1, "Deep")],
+        packages=[f.package(1, 1, "com.deep.paid")],
+        purchases=[
+            f.purchase(
+                1, 1 if n % 3 else None, clock.now - timedelta(minutes=n // 2), txn_id=f"T{n:04}"
+            )
+            for n in range(450)
+        ],
+    )
+
+    async def work(storage: Storage) -> list[str]:
+        await caught_up(storage)
+        package = await storage.catalogue.package("com.deep.paid")
+        assert package is not None
+        seen: list[str] = []
+        for offset in range(0, 500, 50):  # past 200: the cache's marks are used
+            found = await storage.catalogue.buyers(package.id, 1, limit=50, offset=offset)
+            assert found.total == 450
+            seen += [p.txn_id for p in found.purchases]
+        return seen
+
+    seen = run(database_url, work)
+    expected = sorted(range(450), key=lambda n: (n // 2, f"T{n:04}"))
+    assert seen == [f"T{n:04}" for n in expected]
+
+
+def test_rows_added_after_a_load_with_ids_get_new_ids(
+    database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
+) -> None:
+    # The catalogue fixture loads sources 1-2 and applications 1-4 with their own ids.
+    source = admin.add_source("Gamma", "https://gamma.example/")
+    assert source.id > 2
+    issued = admin.create_application("Gamma", "gamma-app")
+    assert issued.application.id > 4
+    assert admin.create_key("Alpha", "alpha-a").application.id == 1
