@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import uuid
 from pathlib import Path
 
 from catalogue import Catalogue, Params
@@ -36,15 +37,21 @@ def write_rotation(path: Path, cat: Catalogue) -> Path:
     return path
 
 
-def serve_env(database: Path, workers: int, rate_limit: str) -> dict[str, str]:
-    env = dict(os.environ)
+def serve_env(
+    database: Path | str, workers: int, rate_limit: str, redis_url: str | None = None
+) -> dict[str, str]:
+    """A server's environment: a SQLite file (a path) or a database URL, and Redis or not."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
     env |= {
-        "PKGCAT_DATABASE_URL": f"sqlite:///{database}",
+        "PKGCAT_DATABASE_URL": database if isinstance(database, str) else f"sqlite:///{database}",
         "PKGCAT_RATE_LIMIT": rate_limit,
-        "PKGCAT_RATE_LIMIT_STORAGE": "memory://",
         "PKGCAT_WORKERS": str(workers),
         "PKGCAT_LOG_LEVEL": "warning",
     }
+    if redis_url is not None:
+        # A namespace per server: each has its own limit, as separate catalogues would.
+        env["PKGCAT_REDIS_URL"] = redis_url
+        env["PKGCAT_RATE_LIMIT_NAMESPACE"] = f"bench-{uuid.uuid4().hex[:10]}"
     return env
 
 

@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,9 @@ class Settings:
     curves: bool
     curve_duration: int
     smoke: bool = False
+    backend: str = "sqlite"
+    postgres_url: str | None = None
+    redis_url: str | None = None
     failures: list[str] = field(default_factory=list)
 
 
@@ -111,7 +115,13 @@ def check_answer(target: Target, key: str | None, url: str, settings: Settings) 
 
 
 def table_run(
-    group: Children, wrk: str, cat: Catalogue, database: Path, tmp: Path, workers: int, s: Settings
+    group: Children,
+    wrk: str,
+    cat: Catalogue,
+    database: Path | str,
+    tmp: Path,
+    workers: int,
+    s: Settings,
 ) -> list[Row]:
     """Every endpoint of the table, and the baseline, under ``workers`` workers."""
     # One worker: servers on one core, wrk on the other. Two workers need both cores.
@@ -120,7 +130,7 @@ def table_run(
         group,
         pkgcat_command(workers),
         "/healthz",
-        serve_env(database, workers, UNLIMITED),
+        serve_env(database, workers, UNLIMITED, s.redis_url),
         tmp / f"serve-{workers}.log",
         server_cpus,
     )
@@ -128,7 +138,7 @@ def table_run(
         group,
         pkgcat_command(workers),
         "/healthz",
-        serve_env(database, workers, SPENT),
+        serve_env(database, workers, SPENT, s.redis_url),
         tmp / f"serve-limited-{workers}.log",
         server_cpus,
     )
@@ -257,8 +267,8 @@ def write_table_csv(rows: list[Row], path: Path) -> None:
             )
 
 
-def goals(rows: list[Row], sizes: list[dict[str, Any]]) -> list[str]:
-    """Each goal of the issue, met or not, with the measured figure (1 worker)."""
+def goals(rows: list[Row], sizes: list[dict[str, Any]], backend: str = "sqlite") -> list[str]:
+    """Each goal of the issues, met or not, with the measured figure (1 worker)."""
     one = {r.target: r for r in rows if r.workers == 1}
     out: list[str] = []
 
@@ -266,6 +276,9 @@ def goals(rows: list[Row], sizes: list[dict[str, Any]]) -> list[str]:
         out.append(f"{'met    ' if ok else 'NOT met'}  {text}")
 
     d = one["details (hot id)"]
+    if backend == "postgres":
+        goal(d.ratio >= 0.25, f"details on PostgreSQL + Redis >= 0.25x: {d.ratio:.2f}x")
+        return out
     goal(d.ratio >= 0.30, f"details >= 0.30x baseline req/s: {d.ratio:.2f}x")
     goal(d.summary.p99_ms < 10, f"details p99 < 10 ms at 64 connections: {d.summary.p99_ms:.2f} ms")
     u = one["usage (days=30)"]
@@ -298,11 +311,34 @@ def parse_args() -> Settings:
     parser.add_argument("--curve-duration", type=int, default=3, help="seconds per curve point")
     parser.add_argument("--no-curves", dest="curves", action="store_false")
     parser.add_argument("--no-pin", dest="pin", action="store_false")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: the catalogue copied into PostgreSQL, the rate limit in Redis",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get(
+            "PKGCAT_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+        help="a PostgreSQL server to create the benchmark database on [PKGCAT_BENCH_POSTGRES_URL]",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("PKGCAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        help="the Redis of the rate limit with --backend postgres [PKGCAT_BENCH_REDIS_URL]",
+    )
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
+    backend = {
+        "backend": args.backend,
+        "postgres_url": args.postgres_url if args.backend == "postgres" else None,
+        "redis_url": args.redis_url if args.backend == "postgres" else None,
+    }
     if args.smoke:
         return Settings(
-            1, 1, 0, args.connections, args.threads, [1], args.pin, False, 1, smoke=True
+            1, 1, 0, args.connections, args.threads, [1], args.pin, False, 1, smoke=True, **backend
         )
     if args.rounds < 1 or args.duration < 1 or args.warmup < 0 or not workers:
         parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
@@ -314,8 +350,9 @@ def parse_args() -> Settings:
         args.threads,
         workers,
         args.pin,
-        args.curves,
+        args.curves and args.backend == "sqlite",
         args.curve_duration,
+        **backend,
     )
 
 
@@ -326,16 +363,26 @@ def run(s: Settings) -> int:
     params = SMOKE if smoke else Params()
     cat = catalogue.ensure(params)
     results: dict[str, Any] = {"settings": asdict(s), "params": asdict(params)}
-    with tempfile.TemporaryDirectory(prefix="pkgcat-bench-") as tmp_name, children() as group:
+    with (
+        tempfile.TemporaryDirectory(prefix="pkgcat-bench-") as tmp_name,
+        children() as group,
+        ExitStack() as stack,
+    ):
         tmp = Path(tmp_name)
-        database = tmp / "catalogue.db"
+        database: Path | str = tmp / "catalogue.db"
         shutil.copyfile(cat.path, database)  # the cached file stays as generated
+        if s.postgres_url is not None:
+            import postgres
+
+            database = stack.enter_context(postgres.catalogue_database(cat.path, s.postgres_url))
+        print(f"backend: {s.backend}", file=sys.stderr)
         rows: list[Row] = []
         for workers in s.workers:
             rows += table_run(group, wrk, cat, database, tmp, workers, s)
         sizes: list[dict[str, Any]] = []
         if s.curves:
             curve = curves.CurveRun(group, wrk, tmp, s.pin, s.rounds, s.curve_duration)
+            assert isinstance(database, Path)  # the curves run on SQLite only
             pages, days = curves.latency_by_page_and_days(
                 curve, cat, database, [1, 10, 100, 1000], [1, 30, 90, 365]
             )
@@ -351,13 +398,14 @@ def run(s: Settings) -> int:
         for r in rows
     ]
     if not smoke:
-        write_table_csv(rows, DOCS / "bench-table.csv")
+        suffix = "" if s.backend == "sqlite" else f"-{s.backend}"
+        write_table_csv(rows, DOCS / f"bench-table{suffix}.csv")
         if s.curves:
             import plots
 
             plots.write_all(results, DOCS)
         print()
-        for line in goals(rows, sizes):
+        for line in goals(rows, sizes, s.backend):
             print(line)
         RAW.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")

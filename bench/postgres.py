@@ -1,0 +1,88 @@
+"""The benchmark catalogue on PostgreSQL: the generated SQLite file copied with COPY.
+
+The load benchmark generates its catalogue once, as a SQLite file
+(``catalogue.py``). For ``--backend postgres`` that file is copied into a fresh
+PostgreSQL database created by the project's migrations: every table, row for
+row, through ``COPY ... FROM STDIN`` (psycopg 3), then the id sequences are
+moved past the copied ids. The catalogue generation is copied too, so the
+servers start on the same numbers either way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from sqlalchemy import Boolean
+from sqlalchemy.engine import make_url
+
+
+def _conninfo(url: str, database: str | None = None) -> str:
+    parsed = make_url(url).set(drivername="postgresql")
+    if database is not None:
+        parsed = parsed.set(database=database)
+    return parsed.render_as_string(hide_password=False)
+
+
+def _copy(source: Path, target_url: str) -> None:
+    from pkgcat.storage import schema
+
+    with (
+        sqlite3.connect(source) as lite,
+        psycopg.connect(_conninfo(target_url)) as pg,
+        pg.cursor() as cursor,
+    ):
+        # Triggers off for the copy: each COPY would bump the generation, which is copied too.
+        cursor.execute("SET session_replication_role = replica")
+        cursor.execute("DELETE FROM catalogue_generation")
+        for table in schema.metadata.sorted_tables:
+            names = [column.name for column in table.columns]
+            flags = [isinstance(column.type, Boolean) for column in table.columns]
+            listed = ", ".join(names)
+            rows = lite.execute(f"SELECT {listed} FROM {table.name}")  # noqa: S608 - our schema
+            with cursor.copy(f"COPY {table.name} ({listed}) FROM STDIN") as copy:  # type: ignore[arg-type]
+                for row in rows:
+                    copy.write_row(
+                        [
+                            bool(v) if flag and v is not None else v
+                            for v, flag in zip(row, flags, strict=True)
+                        ]
+                    )
+            if "id" in names and table.name != "catalogue_generation":
+                cursor.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "  # type: ignore[arg-type]  # noqa: S608 - our schema
+                    f"(SELECT coalesce(max(id), 0) + 1 FROM {table.name}), false)"
+                )
+        cursor.execute("SET session_replication_role = origin")
+        cursor.execute("ANALYZE")
+        pg.commit()
+
+
+@contextmanager
+def catalogue_database(source: Path, server_url: str) -> Iterator[str]:
+    """A new PostgreSQL database holding a copy of ``source``; dropped afterwards."""
+    from pkgcat.storage.migrate import upgrade
+
+    name = f"pkgcat_bench_{uuid.uuid4().hex[:10]}"
+    admin = _conninfo(server_url)
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        started = time.perf_counter()
+        upgrade(url)
+        _copy(source, url)
+        print(
+            f"copied {source.name} into PostgreSQL in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+        yield url
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
