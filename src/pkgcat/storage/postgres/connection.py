@@ -38,21 +38,25 @@ def asyncpg_dsn(database_url: str) -> str:
 
 
 class PostgresDatabase:
-    """One worker's pool of connections, opened on first use (after the server forks)."""
+    """One worker's pools of connections, opened on first use (after the server forks).
+
+    A pool belongs to the event loop that opened it: a server worker has one loop and
+    so one pool; code that drives the same app from a second loop (an embedding
+    application, a test) gets a pool of its own there instead of a broken one.
+    """
 
     def __init__(self, database_url: str, *, pool_size: int = 4) -> None:
         self.dsn = asyncpg_dsn(database_url)
         self.shown = _url(database_url).render_as_string(hide_password=True)
         self._pool_size = pool_size
-        self._pool: asyncpg.Pool | None = None
-        self._opening: asyncio.Future[Any] | None = None
+        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
 
     async def pool(self) -> asyncpg.Pool:
-        if self._pool is not None:
-            return self._pool
-        if self._opening is None:
+        loop = asyncio.get_running_loop()
+        opening = self._pools.get(loop)
+        if opening is None:
             # Requests that arrive while the pool opens wait for the same one.
-            self._opening = asyncio.ensure_future(
+            opening = self._pools[loop] = asyncio.ensure_future(
                 asyncpg.create_pool(
                     self.dsn,
                     min_size=1,
@@ -61,18 +65,24 @@ class PostgresDatabase:
                 )
             )
         try:
-            pool = await asyncio.shield(self._opening)
+            return await asyncio.shield(opening)
         except BaseException:
-            self._opening = None  # the next request tries again
+            if opening.done() and self._pools.get(loop) is opening:
+                del self._pools[loop]  # the next request tries again
             raise
-        self._pool = pool
-        return pool
 
     async def connect(self) -> Any:
         """A connection of its own, outside the pool (the change feed's LISTEN)."""
         return await asyncpg.connect(self.dsn, command_timeout=COMMAND_TIMEOUT)
 
     async def close(self) -> None:
-        pool, self._pool, self._opening = self._pool, None, None
-        if pool is not None:
-            await pool.close()
+        """Close this loop's pool; pools of loops that have ended went with their loop."""
+        pools, self._pools = self._pools, {}
+        opening = pools.get(asyncio.get_running_loop())
+        if opening is None:
+            return
+        try:
+            pool = await opening
+        except Exception:
+            return  # it never opened: nothing to close
+        await pool.close()
