@@ -1,4 +1,4 @@
-"""Import benchmark: a Debian Packages index into a fresh SQLite database, against parsing alone.
+"""Import benchmark: a Debian Packages index into a fresh database, against parsing alone.
 
 Measures, in the same run and interleaved round by round:
 
@@ -7,7 +7,9 @@ Measures, in the same run and interleaved round by round:
 - ``import``: ``pkgcat.ingest.import_repository`` into a new database
   (decompression, fingerprints, parsing, mapping, writes, packages refreshed);
 - ``import-1``: the same with ``jobs=1`` (one process: the per-core cost);
-- ``reimport``: importing the same, unchanged index again.
+- ``reimport``: importing the same, unchanged index again;
+- ``import-pg`` and ``reimport-pg`` (with ``--postgres-url``): the same two
+  into a fresh PostgreSQL database, made and dropped by the run.
 
 Each measurement runs in its own process, so its peak memory (``ru_maxrss``)
 is its own; a parallel import also reports its largest worker's peak.
@@ -18,6 +20,7 @@ any Packages file given as the argument. Not part of the test suite.
 
     .venv/bin/python bench/ingest.py                       # 3 rounds, medians
     .venv/bin/python bench/ingest.py PATH/Packages.xz --rounds 1 --json out.json
+    .venv/bin/python bench/ingest.py --postgres-url postgresql://postgres@127.0.0.1:5432/test
 """
 
 from __future__ import annotations
@@ -33,11 +36,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 APT_LISTS = Path("/var/lib/apt/lists")
 DEFAULT_PATTERN = "*_dists_bookworm_main_binary-amd64_Packages*"
 STEPS = ("parse", "import", "import-1", "reimport")
+POSTGRES_STEPS = ("import-pg", "reimport-pg")
 
 
 def default_index() -> Path:
@@ -93,7 +99,25 @@ class PssSampler(threading.Thread):
             self.peak = max(self.peak, sum(_pss_mb(pid) for pid in _family(me)))
 
 
-def run_step(step: str, index: Path, database: Path) -> dict[str, float]:
+@contextmanager
+def fresh_postgres(server_url: str, name: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database on the server of ``server_url``; dropped afterwards."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    base = make_url(server_url).set(drivername="postgresql")
+    admin = base.render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+        db.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
+def run_step(step: str, index: Path, url: str) -> dict[str, float]:
     """One measurement, in this process (called in a child by :func:`measure`)."""
     from debian.deb822 import Deb822
 
@@ -103,7 +127,6 @@ def run_step(step: str, index: Path, database: Path) -> dict[str, float]:
     from pkgcat.storage.admin import CatalogueAdmin
     from pkgcat.storage.migrate import upgrade
 
-    url = f"sqlite:///{database}"
     if step == "parse":
         start = time.perf_counter()
         data = decompress(index.name, index.read_bytes())
@@ -134,9 +157,9 @@ def run_step(step: str, index: Path, database: Path) -> dict[str, float]:
     }
 
 
-def measure(step: str, index: Path, database: Path) -> dict[str, float]:
+def measure(step: str, index: Path, url: str) -> dict[str, float]:
     output = subprocess.run(
-        [sys.executable, __file__, str(index), "--step", step, "--database", str(database)],
+        [sys.executable, __file__, str(index), "--step", step, "--database", url],
         check=True,
         capture_output=True,
         text=True,
@@ -150,21 +173,30 @@ def main() -> None:
     parser.add_argument("index", nargs="?", type=Path, help="a Packages file (any compression)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
-    parser.add_argument("--step", choices=STEPS, help=argparse.SUPPRESS)
-    parser.add_argument("--database", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--postgres-url",
+        help="also import into a fresh PostgreSQL database made beside this one (and dropped)",
+    )
+    parser.add_argument("--step", choices=STEPS + POSTGRES_STEPS, help=argparse.SUPPRESS)
+    parser.add_argument("--database", help=argparse.SUPPRESS)
     args = parser.parse_args()
     index = args.index or default_index()
     if args.step:
         print(json.dumps(run_step(args.step, index, args.database)))
         return
-    rounds: dict[str, list[dict[str, float]]] = {step: [] for step in STEPS}
+    steps = STEPS + (POSTGRES_STEPS if args.postgres_url else ())
+    rounds: dict[str, list[dict[str, float]]] = {step: [] for step in steps}
     with tempfile.TemporaryDirectory() as scratch:
         for n in range(args.rounds):
             for step in ("parse", "import", "import-1"):
-                database = Path(scratch) / f"{step}-{n}.db"
-                rounds[step].append(measure(step, index, database))
+                url = f"sqlite:///{Path(scratch) / f'{step}-{n}.db'}"
+                rounds[step].append(measure(step, index, url))
                 if step == "import":
-                    rounds["reimport"].append(measure("reimport", index, database))
+                    rounds["reimport"].append(measure("reimport", index, url))
+            if args.postgres_url:
+                with fresh_postgres(args.postgres_url, f"pkgcat_bench_import_{n}") as url:
+                    rounds["import-pg"].append(measure("import-pg", index, url))
+                    rounds["reimport-pg"].append(measure("reimport-pg", index, url))
     medians = {
         step: {key: statistics.median(r[key] for r in results) for key in results[0]}
         for step, results in rounds.items()
@@ -177,12 +209,15 @@ def main() -> None:
         f"{'step':<10} {'seconds':>8} {'x parse':>8} {'peak RSS MB':>12} "
         f"{'worker RSS MB':>14} {'peak PSS MB (all)':>18}"
     )
-    for step in STEPS:
+    for step in steps:
         m = medians[step]
         print(
             f"{step:<10} {m['seconds']:8.2f} {m['seconds'] / parse:8.2f} {m['peak_mb']:12.0f} "
             f"{m.get('worker_peak_mb', 0):14.0f} {m.get('peak_pss_mb', m['peak_mb']):18.0f}"
         )
+    if args.postgres_url:
+        ratio = medians["import-pg"]["seconds"] / medians["import"]["seconds"]
+        print(f"PostgreSQL import / SQLite import: {ratio:.2f}x (goal: at most 2x)")
     if args.json:
         args.json.write_text(
             json.dumps({"index": str(index), "rounds": rounds, "medians": medians}, indent=2)
