@@ -56,10 +56,11 @@ class PostgresDatabases:
             connection.execute(statement)  # type: ignore[arg-type]  # names made here, not input
 
     @contextmanager
-    def database(self) -> Iterator[str]:
-        """A new database, copied from the migrated template, dropped afterwards."""
+    def database(self, *, migrated: bool = True) -> Iterator[str]:
+        """A new database, copied from the migrated template (or empty), dropped afterwards."""
         name = f"pkgcat_test_{uuid.uuid4().hex[:12]}"
-        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        template = self.template if migrated else "template0"
+        self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
         try:
             yield _with_database(self.url, name)
         finally:

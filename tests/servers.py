@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 
@@ -48,39 +51,221 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-@contextmanager
-def demo_server(directory: Path, *, workers: int = 1, args: Sequence[str] = ()) -> Iterator[Served]:
-    """Seed the demo into ``directory``, serve it, and stop the server (SIGINT) at the end.
+def environment(database_url: str, **settings: str) -> dict[str, str]:
+    """This process's environment without any PKGCAT_ setting, then the database and ``settings``.
 
-    ``workers`` and any further ``args`` go to ``pkgcat serve``. The server counts as
-    started once one worker answers; with several, the others may still be starting.
+    ``settings`` are named as in :class:`pkgcat.config.Settings`: ``rate_limit="5/minute"``.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
-    env["PKGCAT_DATABASE_URL"] = f"sqlite:///{directory / 'served.db'}"
+    env["PKGCAT_DATABASE_URL"] = database_url
+    env |= {f"PKGCAT_{name.upper()}": value for name, value in settings.items()}
+    return env
+
+
+def seed(env: dict[str, str]) -> list[dict[str, Any]]:
+    """Seed the demo catalogue into the environment's database; its applications and keys."""
     seeded = subprocess.run(
         [PKGCAT, "demo", "--json"], env=env, capture_output=True, text=True, check=True
     )
-    apps = json.loads(seeded.stdout)["applications"]
+    apps: list[dict[str, Any]] = json.loads(seeded.stdout)["applications"]
+    return apps
+
+
+@contextmanager
+def serving(
+    env: dict[str, str],
+    log: Path,
+    *,
+    workers: int = 1,
+    args: Sequence[str] = (),
+    apps: Sequence[dict[str, Any]] = (),
+) -> Iterator[Served]:
+    """``pkgcat serve`` on a free port until the block ends, then stopped (SIGINT).
+
+    The server counts as started once one worker says it is ready (``/readyz``); with
+    several, the others may still be starting. Its output goes to ``log``.
+    """
     port = free_port()
-    log = (directory / "server.log").open("w+")
+    output = log.open("w+")
     process = subprocess.Popen(
         [PKGCAT, "serve", "--port", str(port), "--workers", str(workers), *args],
         env=env,
-        stdout=log,
+        stdout=output,
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     try:
         while True:
-            assert process.poll() is None, "the server exited while starting"
+            assert process.poll() is None, f"the server exited while starting: {log.read_text()}"
             try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not answer within 30 s"
-                time.sleep(0.05)  # polling for readiness, not timing anything
-        yield Served(base=base, port=port, apps=apps, env=env, process=process, log=log)
+                pass
+            assert time.monotonic() < deadline, "the server was not ready within 30 s"
+            time.sleep(0.05)  # polling for readiness, not timing anything
+        yield Served(base=base, port=port, apps=list(apps), env=env, process=process, log=output)
     finally:
         stop(process)
-        log.close()
+        output.close()
+
+
+@contextmanager
+def demo_server(
+    directory: Path,
+    *,
+    workers: int = 1,
+    args: Sequence[str] = (),
+    database_url: str | None = None,
+) -> Iterator[Served]:
+    """Seed the demo (into ``directory``'s SQLite file unless a database is named) and serve it."""
+    env = environment(database_url or f"sqlite:///{directory / 'served.db'}")
+    apps = seed(env)
+    with serving(env, directory / "server.log", workers=workers, args=args, apps=apps) as served:
+        yield served
+
+
+# Processes, as /proc shows them (Linux) ---------------------------------------------------------
+
+WAIT = 10.0
+"""Seconds a process has to reach the state a test waits for."""
+
+T = TypeVar("T")
+
+
+def poll(check: Callable[[], T | None], what: str, within: float = WAIT) -> T:
+    """Call ``check`` until it returns something other than None, for at most ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        found = check()
+        if found is not None:
+            return found
+        assert time.monotonic() < deadline, f"{what}: not within {within} s"
+        time.sleep(0.05)  # the pause between two looks, not a timing
+
+
+# Processes --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proc:
+    """A process: its pid and start time, since a pid alone can be reused."""
+
+    pid: int
+    started: int  # clock ticks after boot, field 22 of /proc/PID/stat
+
+
+def stat(pid: int, task: int | None = None) -> tuple[str, int, int] | None:
+    """State, parent pid and start time of a process (or of one of its threads); None once gone."""
+    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces: count the fields after it.
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def running(proc: Proc) -> bool:
+    """Whether any thread of the process still runs.
+
+    A zombie has exited and only awaits its parent. The main thread of a killed process
+    can be a zombie while its other threads are still exiting, with its files (and
+    sockets) still open, so every thread is looked at.
+    """
+    found = stat(proc.pid)
+    if found is None or found[2] != proc.started:
+        return False
+    try:
+        tasks = os.listdir(f"/proc/{proc.pid}/task")
+    except OSError:
+        return False
+    states = (stat(proc.pid, int(task)) for task in tasks)
+    return any(state is not None and state[0] not in ("Z", "X") for state in states)
+
+
+def children(parent: int) -> set[Proc]:
+    """The running children of ``parent``: for a `pkgcat serve`, its workers."""
+    found: set[Proc] = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (info := stat(int(entry.name))) is not None:
+            state, ppid, started = info
+            if ppid == parent and state != "Z":
+                found.add(Proc(int(entry.name), started))
+    return found
+
+
+def kill_marked(database_url: str) -> None:
+    """Kill every process still running with ``database_url`` in its environment.
+
+    Every process a test's server starts carries the URL, workers included (they are
+    forked): whatever still runs with it when the test ends, even after a failure, or
+    orphaned by a killed server, is killed by this.
+    """
+    mark = f"PKGCAT_DATABASE_URL={database_url}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in environment:
+            with contextlib.suppress(ProcessLookupError):  # it has just exited
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+# Load -------------------------------------------------------------------------------------------
+
+DETAILS = "/1.0/package/details.json"
+
+Request = tuple[str, str, str]
+"""A details request: the server's base URL, the secret key, the package."""
+
+
+def send_all(
+    requests: Sequence[Request],
+    clients: int,
+    after_each: Callable[[int], None] | None = None,
+) -> list[int | None]:
+    """Send every details request, ``clients`` at a time; each one's status, in order.
+
+    Each client is a thread with a keep-alive ``httpx.Client`` per server (threads, as
+    httpx's async client runs at a small fraction of their rate). A request whose
+    connection fails (its worker killed, say) gets None. ``after_each`` is called with
+    the number of requests finished so far, once per request, one call at a time.
+    """
+    local = threading.local()
+    opened: list[httpx.Client] = []
+    finished = 0
+    lock = threading.Lock()
+
+    def one(request: Request) -> int | None:
+        nonlocal finished
+        base, key, package = request
+        sessions: dict[str, httpx.Client] = local.__dict__.setdefault("sessions", {})
+        if base not in sessions:
+            sessions[base] = httpx.Client(base_url=base, timeout=30)
+            with lock:
+                opened.append(sessions[base])
+        try:
+            response = sessions[base].get(
+                DETAILS, params={"package": package}, headers={"Authorization": f"Bearer {key}"}
+            )
+            status: int | None = response.status_code
+        except httpx.TransportError:
+            status = None
+        with lock:
+            finished += 1
+            if after_each is not None:
+                after_each(finished)
+        return status
+
+    try:
+        with ThreadPoolExecutor(clients) as pool:
+            return list(pool.map(one, requests))
+    finally:
+        for session in opened:
+            session.close()

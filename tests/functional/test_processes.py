@@ -7,101 +7,42 @@ end of a connection.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
 
-from tests.servers import PKGCAT, Served, demo_server, free_port, stop
+from tests.servers import (
+    PKGCAT,
+    WAIT,
+    Proc,
+    Served,
+    children,
+    demo_server,
+    free_port,
+    kill_marked,
+    poll,
+    running,
+    stat,
+    stop,
+)
 
 pytestmark = [
     pytest.mark.server,
     pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; PR_SET_PDEATHSIG is Linux's"),
 ]
 
-WAIT = 10.0
-"""Seconds a process or socket has to reach the state a test waits for."""
 START = 30.0
 """Seconds a `pkgcat serve` has to start, or to fail to (the same bound as tests.servers)."""
 
 LISTEN, ESTABLISHED = "0A", "01"  # TCP states as /proc/net/tcp writes them
-
-T = TypeVar("T")
-
-
-def poll(check: Callable[[], T | None], what: str, within: float = WAIT) -> T:
-    """Call ``check`` until it returns something other than None, for at most ``within`` s."""
-    deadline = time.monotonic() + within
-    while True:
-        found = check()
-        if found is not None:
-            return found
-        assert time.monotonic() < deadline, f"{what}: not within {within} s"
-        time.sleep(0.05)  # the pause between two looks, not a timing
-
-
-# Processes --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Proc:
-    """A process: its pid and start time, since a pid alone can be reused."""
-
-    pid: int
-    started: int  # clock ticks after boot, field 22 of /proc/PID/stat
-
-
-def stat(pid: int, task: int | None = None) -> tuple[str, int, int] | None:
-    """State, parent pid and start time of a process (or of one of its threads); None once gone."""
-    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        return None
-    # The command name, in parentheses, may hold spaces: count the fields after it.
-    fields = text[text.rindex(")") + 2 :].split()
-    return fields[0], int(fields[1]), int(fields[19])
-
-
-def running(proc: Proc) -> bool:
-    """Whether any thread of the process still runs.
-
-    A zombie has exited and only awaits its parent. The main thread of a killed process
-    can be a zombie while its other threads are still exiting, with its files (and
-    sockets) still open, so every thread is looked at.
-    """
-    found = stat(proc.pid)
-    if found is None or found[2] != proc.started:
-        return False
-    try:
-        tasks = os.listdir(f"/proc/{proc.pid}/task")
-    except OSError:
-        return False
-    states = (stat(proc.pid, int(task)) for task in tasks)
-    return any(state is not None and state[0] not in ("Z", "X") for state in states)
-
-
-def children(parent: int) -> set[Proc]:
-    """The running children of ``parent``: for a `pkgcat serve`, its workers."""
-    found: set[Proc] = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (info := stat(int(entry.name))) is not None:
-            state, ppid, started = info
-            if ppid == parent and state != "Z":
-                found.add(Proc(int(entry.name), started))
-    return found
-
 
 # Sockets ----------------------------------------------------------------------------------------
 
@@ -210,17 +151,7 @@ def database_url(tmp_path: Path) -> Iterator[str]:
     """
     url = f"sqlite:///{tmp_path / 'served.db'}"
     yield url
-    mark = f"PKGCAT_DATABASE_URL={url}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environment = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if mark in environment:
-            with contextlib.suppress(ProcessLookupError):  # it has just exited
-                os.kill(int(entry.name), signal.SIGKILL)
+    kill_marked(url)
 
 
 def serve_on_taken_port(port: int, env: dict[str, str], log: Path) -> tuple[int, str]:

@@ -7,28 +7,22 @@ bounded in count, and every wait in time.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import secrets
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import text
 
 from pkgcat.storage.engine import engine_for
-from tests.servers import PKGCAT, free_port, stop
+from tests.servers import Request, Served, environment, free_port, seed, send_all, serving
 
 pytestmark = pytest.mark.server
-
-DETAILS = "/1.0/package/details.json"
 
 
 def counted(database_url: str) -> int:
@@ -44,80 +38,20 @@ def counted(database_url: str) -> int:
 
 
 def _environment(database_url: str, redis_url: str, rate_limit: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
-    env |= {
-        "PKGCAT_DATABASE_URL": database_url,
-        "PKGCAT_REDIS_URL": redis_url,
-        "PKGCAT_RATE_LIMIT": rate_limit,
-        "PKGCAT_RATE_LIMIT_NAMESPACE": f"test-{secrets.token_hex(6)}",
-    }
-    return env
-
-
-def seed(env: dict[str, str]) -> list[dict[str, Any]]:
-    """The demo catalogue, once, into the shared database; its applications and keys."""
-    seeded = subprocess.run(
-        [PKGCAT, "demo", "--json"], env=env, capture_output=True, text=True, check=True
+    return environment(
+        database_url,
+        redis_url=redis_url,
+        rate_limit=rate_limit,
+        rate_limit_namespace=f"test-{secrets.token_hex(6)}",
     )
-    apps: list[dict[str, Any]] = json.loads(seeded.stdout)["applications"]
-    return apps
 
 
-@contextmanager
-def serving(env: dict[str, str], log: Path, workers: int = 1) -> Iterator[str]:
-    """One ``pkgcat serve`` on a free port, until the block ends; yields its base URL."""
-    port = free_port()
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [PKGCAT, "serve", "--port", str(port), "--workers", str(workers)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                assert process.poll() is None, f"the server exited: {log.read_text()}"
-                try:
-                    if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not answer within 30 s"
-                time.sleep(0.05)  # polling for readiness, not timing anything
-            yield base
-        finally:
-            stop(process)
-
-
-async def burst(requests: list[tuple[str, str, str]], connections: int) -> list[httpx.Response]:
-    """Every (base URL, key, package) details request, ``connections`` of them in flight at once."""
-    bases = sorted({base for base, _, _ in requests})
-    share = max(1, connections // len(bases))
-    limits = httpx.Limits(max_connections=share, max_keepalive_connections=share)
-    # Waiting for a connection is part of the plan, not a failure: no pool timeout.
-    timeout = httpx.Timeout(30, pool=None)
-    clients = {
-        base: httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) for base in bases
-    }
-    in_flight = asyncio.Semaphore(connections)
-
-    async def one(base: str, key: str, package: str) -> httpx.Response:
-        async with in_flight:
-            return await clients[base].get(
-                DETAILS, params={"package": package}, headers=_bearer(key)
-            )
-
-    try:
-        return await asyncio.gather(*(one(*request) for request in requests))
-    finally:
-        for client in clients.values():
-            await client.aclose()
-
-
-def _bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
+def alternating(servers: list[Served], app: dict[str, Any], count: int) -> list[Request]:
+    """``count`` details requests of ``app``'s paid package, sent to each server in turn."""
+    return [
+        (servers[n % len(servers)].base, app["secret_key"], app["paid_package"])
+        for n in range(count)
+    ]
 
 
 def test_two_servers_count_every_request_exactly_once(
@@ -130,11 +64,8 @@ def test_two_servers_count_every_request_exactly_once(
         serving(env, tmp_path / "first.log") as first,
         serving(env, tmp_path / "second.log") as second,
     ):
-        plan = [
-            ((first, second)[n % 2], app["secret_key"], app["paid_package"]) for n in range(2000)
-        ]
-        answers = asyncio.run(burst(plan, connections=100))
-    assert [a.status_code for a in answers].count(200) == 2000
+        answers = send_all(alternating([first, second], app, 2000), clients=16)
+    assert answers.count(200) == 2000
     assert counted(postgres_url) == before + 2000
 
 
@@ -149,12 +80,8 @@ def test_the_limit_holds_across_two_servers(
         serving(env, tmp_path / "first.log") as first,
         serving(env, tmp_path / "second.log") as second,
     ):
-        plan = [
-            ((first, second)[n % 2], app["secret_key"], app["paid_package"])
-            for n in range(2 * limit)
-        ]
-        answers = asyncio.run(burst(plan, connections=60))
-    codes = [a.status_code for a in answers]
+        plan = alternating([first, second], app, 2 * limit)
+        codes = send_all(plan, clients=16)
     assert (codes.count(200), codes.count(429)) == (limit, limit)
     # Only the requests served were counted.
     assert counted(postgres_url) == before + limit
@@ -199,12 +126,12 @@ def test_redis_stopping_mid_run_costs_no_request(postgres_url: str, tmp_path: Pa
         env = _environment(postgres_url, redis_url, "1000000/hour")
         app = seed(env)[0]
         before = counted(postgres_url)
-        base = stack.enter_context(serving(env, tmp_path / "serve.log"))
-        plan = [(base, app["secret_key"], app["paid_package"])] * 200
-        served = asyncio.run(burst(plan, connections=20))
+        server = stack.enter_context(serving(env, tmp_path / "serve.log"))
+        plan = alternating([server], app, 200)
+        served = send_all(plan, clients=8)
         redis_process.kill()
         redis_process.wait()
-        unlimited = asyncio.run(burst(plan, connections=20))
+        unlimited = send_all(plan, clients=8)
     # Documented: without Redis the limit is not enforced; requests are served and counted.
-    assert {a.status_code for a in served + unlimited} == {200}
+    assert set(served + unlimited) == {200}
     assert counted(postgres_url) == before + 400

@@ -171,3 +171,23 @@ def serve() -> Iterator[Callable[[Path], str]]:
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+def large_index(root: Path, count: int) -> Path:
+    """A deterministic Packages index of ``count`` stanzas, as varied as a real one."""
+    stanzas = []
+    for n in range(count):
+        package = f"org.example.package{n // 3 if n % 7 == 0 else n}"
+        stanzas.append(
+            stanza(
+                package,
+                f"{1 + n % 5}.{n % 11}-{n % 3}",
+                "amd64" if n % 2 else "all",
+                Name=f"Package number {n}",
+                Section=("utils", "libs", "net", "devel")[n % 4],
+                Maintainer=f"Maintainer {n % 97} <m{n % 97}@example.org>",
+                Depends=f"libc6 (>= 2.{n % 30}), libexample{n % 13} | libother",
+                Description=f"package {n} of a large index\n a longer description of {n}\n .\n more",
+            )
+        )
+    return write_repo(root, stanzas)

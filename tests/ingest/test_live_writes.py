@@ -1,10 +1,10 @@
-"""An import beside a serving database: the server's usage counts are never kept waiting.
+"""An import that waits on the network never holds the write lock meanwhile.
 
 The server commits its counts with a short busy timeout and gives up after a
-bounded wait (code 15), so an import must never hold the write lock while it
-reads the network, and never for long while it writes. Both tests play the
-server's part with their own ``sqlite3`` connection committing to
-``usage_days``.
+bounded wait (code 15). This test plays the server's part with its own
+``sqlite3`` connection committing to ``usage_days`` while an import waits on a
+slow depiction server. A large import beside a real serving server, on both
+backends, is in ``tests/functional/test_under_load.py``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ BUSY_TIMEOUT_MS = 1000
 """The counting connection's patience: a commit that needs more fails, as the server's would."""
 
 
-def _require_sqlite(admin: CatalogueAdmin) -> None:
-    if admin.engine.dialect.name != "sqlite":
-        pytest.skip("one write lock for the whole database is SQLite's; PostgreSQL locks rows")
+@pytest.fixture
+def database_url(sqlite_url: str) -> str:
+    """SQLite only: one write lock for the whole database is SQLite's; PostgreSQL locks rows."""
+    return sqlite_url
 
 
 def _counting_connection(admin: CatalogueAdmin) -> sqlite3.Connection:
@@ -106,7 +107,6 @@ class _HeldDepictions(SimpleHTTPRequestHandler):
 def test_a_count_commits_while_the_import_waits_on_depictions(
     tmp_path: Path, load: Importer, admin: CatalogueAdmin
 ) -> None:
-    _require_sqlite(admin)
     depiction = {
         "class": "DepictionScreenshotsView",
         "screenshots": [{"url": "shots/1.png"}],
@@ -150,69 +150,3 @@ def test_a_count_commits_while_the_import_waits_on_depictions(
     assert json.loads(package_row(admin, "com.example.b").screenshots) == [
         f"{address}sileo/shots/1.png"
     ]
-
-
-# (b) The writes come in short transactions -------------------------------------------------------
-
-STANZAS = 63_000
-COUNT_EVERY = 0.02
-"""Seconds between two counts: a busy server commits about this often."""
-MAX_COUNTS = 3000
-"""An upper bound on the counts, so the counting thread ends even if the import hangs."""
-
-
-def _large_index(root: Path) -> Path:
-    """A deterministic Packages index of :data:`STANZAS` stanzas, as varied as a real one."""
-    stanzas = []
-    for n in range(STANZAS):
-        package = f"org.example.package{n // 3 if n % 7 == 0 else n}"
-        stanzas.append(
-            stanza(
-                package,
-                f"{1 + n % 5}.{n % 11}-{n % 3}",
-                "amd64" if n % 2 else "all",
-                Name=f"Package number {n}",
-                Section=("utils", "libs", "net", "devel")[n % 4],
-                Maintainer=f"Maintainer {n % 97} <m{n % 97}@example.org>",
-                Depends=f"libc6 (>= 2.{n % 30}), libexample{n % 13} | libother",
-                Description=f"package {n} of a large index\n a longer description of {n}\n .\n more",
-            )
-        )
-    return write_repo(root, stanzas)
-
-
-def test_a_large_import_never_keeps_a_count_waiting_a_second(
-    tmp_path: Path, load: Importer, admin: CatalogueAdmin
-) -> None:
-    _require_sqlite(admin)
-    repo = _large_index(tmp_path / "repo")
-    application_id = _application(admin)
-    counting = _counting_connection(admin)
-    waits: list[float] = []
-    failures: list[str] = []
-    done = threading.Event()
-
-    def count() -> None:
-        for _ in range(MAX_COUNTS):
-            if done.is_set():
-                return
-            try:
-                waits.append(_count_once(counting, application_id))
-            except sqlite3.OperationalError as error:
-                failures.append(str(error))
-            done.wait(COUNT_EVERY)
-
-    counter = threading.Thread(target=count, daemon=True)
-    try:
-        counter.start()
-        summary = load(repo, url="https://large.example/").as_dict()
-    finally:
-        done.set()
-        counter.join(timeout=10)
-        counting.close()
-    assert not counter.is_alive()
-    assert summary["records"]["read"] == STANZAS
-    assert summary["records"]["added"] + summary["records"]["skipped"] == STANZAS
-    assert failures == []
-    assert len(waits) >= 20, "too few counts to say anything about the import"
-    assert max(waits) < 1.0, f"a count waited {max(waits):.2f} s"
