@@ -8,18 +8,23 @@ too; that changes no decision, since the window ends a fixed time after it opene
 
 Design, and why:
 
-- **One atomic Lua script per request.** INCR, then PEXPIRE when the counter
-  has no TTL (its first hit, or a key that somehow lost its TTL and would
-  otherwise never reset), then PTTL: Redis runs the script without
-  interleaving, so many workers on many hosts share one exact count and one
-  window, with no read-modify-write race between them.
+- **One atomic Lua script per application and batch.** INCRBY the number of
+  hits, then PEXPIRE when the counter has no TTL (its first hit, or a key
+  that somehow lost its TTL and would otherwise never reset), then PTTL:
+  Redis runs the script without interleaving, so many workers on many hosts
+  share one exact count and one window, with no read-modify-write race
+  between them. The n hits of one application in a batch take the n counts
+  that end at the script's answer, in the order they arrived, exactly as n
+  scripts of one hit each would have handed them out.
 - **Group commit of the round trips.** A network round trip to Redis costs
   more than a whole request served from SQLite, so it must be shared: the
   first hit of an event-loop turn opens a batch and schedules its flush with
   ``loop.call_soon``; every hit of the same turn joins it; the flush sends
   all of them as ONE non-transactional pipeline of script calls and each
   caller takes its own decision from the replies. Hits arriving while a
-  flush is in flight open the next batch. Callers await the batch through
+  flush is in flight open the next batch. Replies are parsed by hiredis
+  (installed with redis-py's ``hiredis`` extra): its pure-Python parser cost
+  more than the rest of a request. Callers await the batch through
   ``asyncio.shield``, so one caller going away does not cancel the others'.
 - **EVALSHA, with EVAL on NOSCRIPT.** The script travels by its SHA1; after a
   Redis restart or SCRIPT FLUSH the calls that met NOSCRIPT (and only those:
@@ -48,6 +53,7 @@ import asyncio
 import hashlib
 import logging
 import math
+from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -61,10 +67,10 @@ from pkgcat.domain import RateDecision
 
 log = logging.getLogger("pkgcat.storage.redis")
 
-# KEYS[1]: one application's counter; ARGV[1]: the window in milliseconds.
-# Returns {count in the window including this hit, milliseconds left in the window}.
+# KEYS[1]: one application's counter; ARGV[1]: the window in milliseconds; ARGV[2]: hits.
+# Returns {count in the window including these hits, milliseconds left in the window}.
 _HIT_SCRIPT = """
-local count = redis.call('INCR', KEYS[1])
+local count = redis.call('INCRBY', KEYS[1], ARGV[2])
 local left = redis.call('PTTL', KEYS[1])
 if left < 0 then
     redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -163,11 +169,24 @@ class RedisLimiter:
         # Every path resolves the future with decisions, never an exception: the
         # callers must never see a Redis failure.
         decisions = [self._open] * len(batch)
+        hits = Counter(batch)  # each application once, in the order of its first hit
         try:
             replies = await self._run(
-                [f"{self._prefix}{application_id}" for application_id in batch]
+                [(f"{self._prefix}{application_id}", n) for application_id, n in hits.items()]
             )
-            decisions = [self._decision(reply) for reply in replies]
+            # Each application's hits take the counts that end at its reply, in order.
+            first = {
+                application_id: int(reply[0]) - hits[application_id] + 1
+                for application_id, reply in zip(hits, replies, strict=True)
+            }
+            left = {
+                application_id: int(reply[1])
+                for application_id, reply in zip(hits, replies, strict=True)
+            }
+            decisions = []
+            for application_id in batch:
+                decisions.append(self._decision(first[application_id], left[application_id]))
+                first[application_id] += 1
         except Exception as error:
             self._failed(error)
         else:
@@ -176,8 +195,8 @@ class RedisLimiter:
             if not pending.done():
                 pending.set_result(decisions)
 
-    async def _run(self, keys: list[str]) -> list[Any]:
-        """The script's replies for ``keys``, in one round trip unless Redis lost the script."""
+    async def _run(self, keys: list[tuple[str, int]]) -> list[Any]:
+        """The script's replies for (key, hits), in one round trip unless Redis lost the script."""
         replies = await self._pipeline(keys, by_sha=True)
         lost = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if lost:
@@ -190,18 +209,18 @@ class RedisLimiter:
                 raise reply  # out of memory, a foreign key of another type...: fail open
         return replies
 
-    async def _pipeline(self, keys: list[str], *, by_sha: bool) -> list[Any]:
+    async def _pipeline(self, keys: list[tuple[str, int]], *, by_sha: bool) -> list[Any]:
         async with self._redis.pipeline(transaction=False) as pipe:
-            for key in keys:
+            for key, hits in keys:
                 if by_sha:
-                    pipe.evalsha(_HIT_SHA, 1, key, self._window_ms)
+                    pipe.evalsha(_HIT_SHA, 1, key, self._window_ms, hits)
                 else:
-                    pipe.eval(_HIT_SCRIPT, 1, key, self._window_ms)
+                    pipe.eval(_HIT_SCRIPT, 1, key, self._window_ms, hits)
             # Errors of single calls come back in their place instead of aborting the rest.
             return await pipe.execute(raise_on_error=False)
 
-    def _decision(self, reply: Any) -> RateDecision:
-        count, left_ms = int(reply[0]), int(reply[1])
+    def _decision(self, count: int, left_ms: int) -> RateDecision:
+        """The decision for the hit that took ``count`` in a window with ``left_ms`` to run."""
         return RateDecision(
             allowed=count <= self._amount,
             limit=self._amount,
