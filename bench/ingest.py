@@ -36,9 +36,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+
+import postgres  # bench/postgres.py: this script runs from bench/
 
 APT_LISTS = Path("/var/lib/apt/lists")
 DEFAULT_PATTERN = "*_dists_bookworm_main_binary-amd64_Packages*"
@@ -97,24 +97,6 @@ class PssSampler(threading.Thread):
         me = os.getpid()
         while not self.done.wait(0.1):
             self.peak = max(self.peak, sum(_pss_mb(pid) for pid in _family(me)))
-
-
-@contextmanager
-def fresh_postgres(server_url: str, name: str) -> Iterator[str]:
-    """A new, empty PostgreSQL database on the server of ``server_url``; dropped afterwards."""
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    base = make_url(server_url).set(drivername="postgresql")
-    admin = base.render_as_string(hide_password=False)
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
-        db.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as db:
-            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
 
 
 def run_step(step: str, index: Path, url: str) -> dict[str, float]:
@@ -194,7 +176,7 @@ def main() -> None:
                 if step == "import":
                     rounds["reimport"].append(measure("reimport", index, url))
             if args.postgres_url:
-                with fresh_postgres(args.postgres_url, f"pkgcat_bench_import_{n}") as url:
+                with postgres.fresh_database(args.postgres_url, "pkgcat_bench_import") as url:
                     rounds["import-pg"].append(measure("import-pg", index, url))
                     rounds["reimport-pg"].append(measure("reimport-pg", index, url))
     medians = {

@@ -65,16 +65,25 @@ def _copy(source: Path, target_url: str) -> None:
 
 
 @contextmanager
+def fresh_database(server_url: str, prefix: str = "pkgcat_bench") -> Iterator[str]:
+    """A new, empty database on the PostgreSQL server of ``server_url``; dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = _conninfo(server_url)
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    try:
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
+@contextmanager
 def catalogue_database(source: Path, server_url: str) -> Iterator[str]:
     """A new PostgreSQL database holding a copy of ``source``; dropped afterwards."""
     from pkgcat.storage.migrate import upgrade
 
-    name = f"pkgcat_bench_{uuid.uuid4().hex[:10]}"
-    admin = _conninfo(server_url)
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    try:
+    with fresh_database(server_url) as url:
         started = time.perf_counter()
         upgrade(url)
         _copy(source, url)
@@ -83,6 +92,32 @@ def catalogue_database(source: Path, server_url: str) -> Iterator[str]:
             file=sys.stderr,
         )
         yield url
+
+
+STATS_SETTLE_S = 11
+"""PostgreSQL reports a session's transaction counts within 10 s of it going idle."""
+
+
+def round_trips(database_url: str, redis_url: str) -> tuple[int, int]:
+    """Transactions committed or rolled back in the database so far, and Redis's reads.
+
+    Between two calls around a load of N requests, each difference over N is what
+    one request costs: one transaction is one round trip for the server's counts
+    (one statement each), and Redis counts one read per pipeline it receives.
+    """
+    import redis
+
+    name = make_url(database_url).database
+    with psycopg.connect(_conninfo(database_url), autocommit=True) as db:
+        db.execute("SELECT pg_stat_clear_snapshot()")
+        row = db.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s",
+            (name,),
+        ).fetchone()
+    assert row is not None
+    client = redis.Redis.from_url(redis_url)
+    try:
+        reads = int(client.info("stats")["total_reads_processed"])
     finally:
-        with psycopg.connect(admin, autocommit=True) as db:
-            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+        client.close()
+    return int(row[0]), reads

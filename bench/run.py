@@ -60,6 +60,7 @@ from loadgen import (
     fetch,
     find_wrk,
     interleave,
+    run_wrk,
     start_server,
     summarize,
 )
@@ -267,6 +268,51 @@ def write_table_csv(rows: list[Row], path: Path) -> None:
             )
 
 
+def measure_round_trips(
+    group: Children, wrk: str, cat: Catalogue, database: str, tmp: Path, s: Settings
+) -> dict[str, float]:
+    """What one details request costs in PostgreSQL transactions and Redis reads (1 worker).
+
+    A server of its own, a warm-up, then one wrk run of ``s.duration`` seconds between
+    two readings of the databases' counters, each taken once their figures have settled.
+    """
+    import postgres
+
+    assert s.redis_url is not None
+    server_cpus, wrk_cpus = cpu_plan(s.pin)
+    api, proc = start_server(
+        group,
+        pkgcat_command(1),
+        "/healthz",
+        serve_env(database, 1, UNLIMITED, s.redis_url),
+        tmp / "serve-round-trips.log",
+        server_cpus,
+    )
+    target = Target("details (hot id)", f"{api}{DETAILS}?package={cat.hot_package}", cat.hot_key)
+    load = {"connections": s.connections, "threads": s.threads, "cpus": wrk_cpus}
+    run_wrk(wrk, target, duration=max(1, int(s.warmup)), **load)
+    time.sleep(postgres.STATS_SETTLE_S)
+    before = postgres.round_trips(database, s.redis_url)
+    measured = run_wrk(wrk, target, duration=s.duration, **load)
+    time.sleep(postgres.STATS_SETTLE_S)
+    after = postgres.round_trips(database, s.redis_url)
+    group.stop(proc)
+    requests = max(1, measured.requests)
+    figures = {
+        "requests": measured.requests,
+        "req_per_s": measured.requests_per_second,
+        "postgres_transactions_per_request": (after[0] - before[0]) / requests,
+        "redis_reads_per_request": (after[1] - before[1]) / requests,
+    }
+    print(
+        f"round trips per details request (1 worker, {s.connections} connections): "
+        f"PostgreSQL {figures['postgres_transactions_per_request']:.3f}, "
+        f"Redis {figures['redis_reads_per_request']:.3f}",
+        file=sys.stderr,
+    )
+    return figures
+
+
 def goals(rows: list[Row], sizes: list[dict[str, Any]], backend: str = "sqlite") -> list[str]:
     """Each goal of the issues, met or not, with the measured figure (1 worker)."""
     one = {r.target: r for r in rows if r.workers == 1}
@@ -379,6 +425,8 @@ def run(s: Settings) -> int:
         rows: list[Row] = []
         for workers in s.workers:
             rows += table_run(group, wrk, cat, database, tmp, workers, s)
+        if isinstance(database, str):
+            results["round_trips"] = measure_round_trips(group, wrk, cat, database, tmp, s)
         sizes: list[dict[str, Any]] = []
         if s.curves:
             curve = curves.CurveRun(group, wrk, tmp, s.pin, s.rounds, s.curve_duration)
