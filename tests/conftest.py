@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -100,6 +101,16 @@ class Api:
 
 
 BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per reason for skipping, with how many tests it skipped, not one per test."""
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):
+            reasons[str(report.longrepr[2]).removeprefix("Skipped: ")] += 1
+    for reason, count in reasons.items():
+        terminalreporter.write_line(f"skipped {count} test(s): {reason}", yellow=True)
 
 
 @pytest.fixture(scope="session")
