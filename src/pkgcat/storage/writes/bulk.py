@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Table, bindparam, update
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.dml import UpdateBase
 
@@ -62,3 +63,15 @@ def executemany(
     """
     if rows:
         run(db, prepare(db.dialect, statement, names), rows)
+
+
+def update_rows(
+    db: Connection, table: Table, key: str, columns: Sequence[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """Set ``columns`` of the row whose ``key`` matches, for each row of (*values, key value)."""
+    statement = (
+        update(table)
+        .where(table.c[key] == bindparam(f"p_{key}"))
+        .values({column: bindparam(f"p_{column}") for column in columns})
+    )
+    executemany(db, statement, (*columns, key), rows)

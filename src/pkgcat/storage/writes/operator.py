@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, insert, select, update
+from sqlalchemy import Engine, bindparam, insert, select
 from sqlalchemy.engine import Connection
 
 from pkgcat.ingest import operator_data as data
 from pkgcat.storage import schema as t
-from pkgcat.storage.writes.bulk import executemany
+from pkgcat.storage.writes.bulk import executemany, update_rows
 
 _PURCHASE_FIELDS = (
     "source_id", "package_id", "allowed_for", "nickname", "status", "total", "commission",
@@ -93,14 +93,7 @@ def import_purchases(engine: Engine, path: Path) -> Written:
                 changed.append((*values, row.txn_id))
         names = (*_PURCHASE_FIELDS, "txn_id")
         executemany(db, insert(p).values({n: bindparam(f"p_{n}") for n in names}), names, added)
-        executemany(
-            db,
-            update(p)
-            .where(p.c.txn_id == bindparam("p_txn_id"))
-            .values({n: bindparam(f"p_{n}") for n in _PURCHASE_FIELDS}),
-            names,
-            changed,
-        )
+        update_rows(db, p, "txn_id", _PURCHASE_FIELDS, changed)
     return Written(len(rows), len(added), len(changed), len(rows) - len(added) - len(changed))
 
 
@@ -128,15 +121,7 @@ def _set_columns(
             for row in rows
             if current[row.package_id] != (values := tuple(getattr(row, c) for c in columns))
         ]
-        names = (*columns, "id")
-        executemany(
-            db,
-            update(p)
-            .where(p.c.id == bindparam("p_id"))
-            .values({c: bindparam(f"p_{c}") for c in columns}),
-            names,
-            changed,
-        )
+        update_rows(db, p, "id", columns, changed)
     return Written(len(rows), 0, len(changed), len(rows) - len(changed))
 
 
