@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import httpx
+from sqlalchemy import text
+
+from pkgcat.storage.engine import engine_for
 
 # The console script installed beside the interpreter running the tests.
 PKGCAT = str(Path(sys.executable).with_name("pkgcat"))
@@ -124,6 +127,17 @@ def demo_server(
     apps = seed(env)
     with serving(env, directory / "server.log", workers=workers, args=args, apps=apps) as served:
         yield served
+
+
+def counted(database_url: str) -> int:
+    """Every request counted so far, of every application, as the database holds them."""
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            total = db.execute(text("SELECT coalesce(sum(count), 0) FROM usage_days"))
+            return int(total.scalar_one())
+    finally:
+        engine.dispose()
 
 
 # Processes, as /proc shows them (Linux) ---------------------------------------------------------

@@ -17,24 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
-from pkgcat.storage.engine import engine_for
-from tests.servers import Request, Served, environment, free_port, seed, send_all, serving
+from tests.servers import Request, Served, counted, environment, free_port, seed, send_all, serving
 
 pytestmark = pytest.mark.server
-
-
-def counted(database_url: str) -> int:
-    """Every request counted so far, of every application, as the database holds them."""
-    engine = engine_for(database_url)
-    try:
-        with engine.connect() as db:
-            return int(
-                db.execute(text("SELECT coalesce(sum(count), 0) FROM usage_days")).scalar_one()
-            )
-    finally:
-        engine.dispose()
 
 
 def _environment(database_url: str, redis_url: str, rate_limit: str) -> dict[str, str]:

@@ -19,14 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
-from pkgcat.storage.engine import engine_for
 from tests.conftest import BACKENDS
 from tests.ingest.conftest import large_index
 from tests.servers import (
     PKGCAT,
     children,
+    counted,
     environment,
     kill_marked,
     poll,
@@ -49,17 +48,6 @@ def served_url(request: pytest.FixtureRequest) -> Iterator[str]:
     url: str = request.getfixturevalue(f"{request.param}_url")
     yield url
     kill_marked(url)
-
-
-def counted(database_url: str) -> int:
-    """Every request counted so far, of every application, as the database holds them."""
-    engine = engine_for(database_url)
-    try:
-        with engine.connect() as db:
-            total = db.execute(text("SELECT coalesce(sum(count), 0) FROM usage_days"))
-            return int(total.scalar_one())
-    finally:
-        engine.dispose()
 
 
 def test_every_answer_of_a_worker_killed_mid_load_is_counted(

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.engine import make_url
-
 from pkgcat.config import Settings
 from pkgcat.storage.cache import CachedCatalogue, CachedUsage
+from pkgcat.storage.engine import backend_name
 from pkgcat.storage.interfaces import CatalogueReader, ChangeFeed, RateLimiter, UsageCounter
 
 
@@ -38,7 +37,7 @@ class Storage:
 
 
 def _database(settings: Settings) -> tuple[CatalogueReader, ChangeFeed, UsageCounter]:
-    backend = make_url(settings.database_url).get_backend_name()
+    backend = backend_name(settings.database_url)
     if backend == "sqlite":
         from pkgcat.storage.sqlite import SqliteCatalogue, SqliteChanges, SqliteCounter
         from pkgcat.storage.sqlite.connection import SqliteDatabase

@@ -62,9 +62,6 @@ class GenerationCache(Generic[K, V]):
             self._values.clear()  # a crude bound: a full cache starts over
         self._values[key] = value
 
-    def clear(self) -> None:
-        self._values.clear()
-
 
 class CachedCatalogue:
     """A :class:`CatalogueReader` in front of another, caching what the generation covers."""
