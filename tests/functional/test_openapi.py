@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import httpx
+import pytest
 from openapi_spec_validator import validate
 
-from pkgcat.errors import ERROR_TABLE
 from pkgcat.http.openapi import openapi_document
 from pkgcat.http.routes import ROUTES
 from tests.conftest import Api
+from tests.test_docs import DOCS, read, sections
 
 
 def test_the_document_is_valid_openapi_3_1() -> None:
@@ -29,17 +34,35 @@ def test_it_lists_exactly_the_served_operations_all_get() -> None:
     assert all(set(item) == {"get"} for item in paths.values())
 
 
-def test_every_operation_declares_the_errors_it_can_answer() -> None:
-    by_code = {e.code: e.status for e in ERROR_TABLE}
-    paths = openapi_document()["paths"]
-    expected = {
-        "/1.0/application/usage.json": {2, 5, 7, 13, 15},
-        "/1.0/package/details.json": {2, 5, 7, 8, 13, 15},
-        "/1.0/package/buyers.json": {2, 5, 7, 8, 12, 13, 15},
-    }
-    for path, codes in expected.items():
-        responses = paths[path]["get"]["responses"]
-        assert set(responses) == {"200"} | {str(by_code[c]) for c in codes}
+def documented_errors() -> dict[str, set[int]]:
+    """Each operation of docs/api.md to the codes of its "Errors:" paragraph."""
+    found: dict[str, set[int]] = {}
+    for heading, body in sections(read(DOCS / "api.md")).items():
+        operation = re.search(r"`GET (/1\.0/\S+)`", heading)
+        errors = re.search(r"Errors:(.*?)(?:\n\n|$)", body, flags=re.DOTALL)
+        if operation and errors:
+            listed = re.sub(r"\([^)]*\)", "", errors.group(1))  # the explanations in brackets
+            found[operation.group(1)] = {int(code) for code in re.findall(r"\d+", listed)}
+    return found
+
+
+def declared_errors(path: str) -> set[int]:
+    """The codes the document declares for an operation (each error response's ``const``)."""
+    codes: set[int] = set()
+    for status, response in openapi_document()["paths"][path]["get"]["responses"].items():
+        if status != "200":
+            for part in response["content"]["application/json"]["schema"]["allOf"]:
+                code = part.get("properties", {}).get("code", {}).get("const")
+                if code is not None:
+                    codes.add(code)
+    return codes
+
+
+def test_every_operation_declares_the_errors_its_reference_page_lists() -> None:
+    documented = documented_errors()
+    assert set(documented) == set(ROUTES), "an operation of docs/api.md has no Errors: list"
+    for path, codes in documented.items():
+        assert declared_errors(path) == codes, path
 
 
 def test_both_shapes_are_described() -> None:
@@ -51,14 +74,52 @@ def test_both_shapes_are_described() -> None:
     assert "sha256" not in schemas["PackageB"]["properties"]
 
 
-def test_parameters_state_the_bounds_the_server_applies() -> None:
-    paths = openapi_document()["paths"]
-    (days,) = paths["/1.0/application/usage.json"]["get"]["parameters"]
-    assert days["schema"] == {"type": "integer", "default": 30, "minimum": 1, "maximum": 365}
-    params = {p["name"]: p for p in paths["/1.0/package/buyers.json"]["get"]["parameters"]}
-    assert params["limit"]["schema"]["default"] == 25
-    assert params["page"]["schema"]["minimum"] == 1
-    assert params["package"]["required"] is True
+VALID_ARGUMENTS = {
+    "/1.0/application/usage.json": {},
+    "/1.0/package/details.json": {"package": "com.alpha.paid"},
+    "/1.0/package/buyers.json": {"package": "com.alpha.paid"},
+}
+"""Arguments with which each operation answers 200 for ``alpha-a`` (tests/conftest.py)."""
+
+
+def without_counts(body: dict[str, Any]) -> Any:
+    """The response, less usage counts: each request is counted, so today's count moves."""
+    response = body["response"]
+    if isinstance(response, list):
+        return [entry["date"] for entry in response]
+    return response
+
+
+def refused_as_code_2(response: httpx.Response, name: str) -> bool:
+    body = response.json()
+    return response.status_code == 400 and body["code"] == 2 and body["response"].startswith(name)
+
+
+@pytest.mark.parametrize("path", sorted(VALID_ARGUMENTS))
+def test_the_server_applies_the_bounds_and_defaults_the_document_states(
+    api: Api, path: str
+) -> None:
+    """Each parameter of the document, tried against the server at and beyond what it states."""
+    key, valid = api.keys["alpha-a"], VALID_ARGUMENTS[path]
+    assert set(ROUTES) == set(VALID_ARGUMENTS)
+    for parameter in openapi_document()["paths"][path]["get"]["parameters"]:
+        name, schema = parameter["name"], parameter["schema"]
+        others = {k: v for k, v in valid.items() if k != name}
+        if parameter["required"]:
+            assert refused_as_code_2(api.get(path, key, **others), name), name
+        if schema["type"] != "integer":
+            continue
+        # Omitting the parameter is giving its default.
+        omitted = api.get(path, key, **others)
+        given = api.get(path, key, **others, **{name: schema["default"]})
+        assert without_counts(omitted.json()) == without_counts(given.json()), name
+        assert api.get(path, key, **others, **{name: schema["minimum"]}).status_code == 200
+        below = api.get(path, key, **others, **{name: schema["minimum"] - 1})
+        assert refused_as_code_2(below, name), name
+        if "maximum" in schema:
+            assert api.get(path, key, **others, **{name: schema["maximum"]}).status_code == 200
+            above = api.get(path, key, **others, **{name: schema["maximum"] + 1})
+            assert refused_as_code_2(above, name), name
 
 
 def test_the_docs_page_works_offline(api: Api) -> None:

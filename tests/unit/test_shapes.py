@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -9,10 +10,11 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pkgcat.domain import BuyersPage, Purchase, UsageDay
+from pkgcat.domain import BuyersPage, Purchase, Shape, UsageDay
 from pkgcat.shapes import buyers_body, usage_body
 
 UTC_ZONE = ZoneInfo("UTC")
+SHAPES: tuple[Shape, ...] = ("A", "B")
 
 
 @given(st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=40))
@@ -25,13 +27,24 @@ def test_shape_b_turns_only_the_last_count_into_digits(counts: list[int]) -> Non
     assert [e["usage"] for e in usage_body(days, "A", UTC_ZONE)] == counts
 
 
-@given(st.decimals(min_value=0, max_value=10**6, places=2, allow_nan=False, allow_infinity=False))
-def test_amounts_never_use_an_exponent(amount: Decimal) -> None:
+AMOUNTS = st.builds(
+    lambda digits, exponent: Decimal(digits).scaleb(exponent),
+    st.integers(min_value=0, max_value=10**9),
+    st.integers(min_value=-8, max_value=6),
+)
+"""Amounts in every form a Decimal can take: ``5``, ``1E+3``, ``0.5``, ``1.2345``, ``0E-8``."""
+
+
+@given(AMOUNTS, AMOUNTS)
+def test_amounts_are_plain_decimals_with_two_places_at_least(
+    total: Decimal, commission: Decimal
+) -> None:
+    """docs/api.md, numbers as strings: no exponent, a point, two decimals or more, exact."""
     purchase = Purchase(
         nickname="n",
         status="Completed",
-        total=amount,
-        commission=amount / 10,
+        total=total,
+        commission=commission,
         currency="USD",
         purchased_at=datetime(2024, 1, 1, tzinfo=UTC),
         txn_id="T",
@@ -39,11 +52,11 @@ def test_amounts_never_use_an_exponent(amount: Decimal) -> None:
         allowed_for="package",
         payment_platform="paypal",
     )
-    body = buyers_body(BuyersPage(0, 25, 1, 1, (purchase,)), "A", UTC_ZONE)
-    total = body["buyers"][0]["total"]
-    assert "E" not in total
-    assert "e" not in total
-    assert Decimal(total) == amount
+    for shape in SHAPES:
+        (buyer,) = buyers_body(BuyersPage(0, 25, 1, 1, (purchase,)), shape, UTC_ZONE)["buyers"]
+        for field, amount in (("total", total), ("commission", commission)):
+            assert re.fullmatch(r"\d+\.\d{2,}", buyer[field]), (field, amount, buyer[field])
+            assert Decimal(buyer[field]) == amount
 
 
 def test_midnight_offsets_in_a_zone_with_daylight_saving() -> None:
