@@ -52,8 +52,9 @@ def test_operator_files_are_refused_with_each_problem_on_its_own_line(
     result = run("import-prices", str(prices))
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        "  line 2: price: 'free' is not an amount like 1.99 (not negative)",
-        "  line 3: package: no package 'com.example.zz' in the catalogue",
+        "  line 2: column 'price': 'free' is not an amount; hint: write it like 1.99, or 0",
+        "  line 3: column 'package': no package 'com.example.zz' in the catalogue; "
+        "hint: import its repository first (pkgcat import-repo)",
         f"error: {prices}: 2 problems, nothing was imported",
     ]
     missing = run("import-stats", str(tmp_path / "nothing.csv"))

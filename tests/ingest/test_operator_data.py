@@ -68,7 +68,9 @@ def test_purchases_from_csv_are_added_once(tmp_path: Path, shop: CatalogueAdmin)
     source_wide = PURCHASE | {"package": "", "source": "Alpha", "txn_id": "TXN-2", "total": "5"}
     file = write_csv(tmp_path / "sales.csv", [PURCHASE | {"source": ""}, source_wide])
     written = import_purchases(shop.engine, file)
-    assert written.as_dict() == {"rows": 2, "added": 2, "updated": 0, "unchanged": 0}
+    assert written.as_dict() == {
+        "rows": 2, "added": 2, "updated": 0, "unchanged": 0, "ignored_columns": [],
+    }  # fmt: skip
     one, two = purchases(shop)
     assert (one.package_id, one.source_id, one.allowed_for) == (1, 1, "package")
     assert (two.package_id, two.source_id, two.allowed_for) == (None, 1, "source")
@@ -77,7 +79,7 @@ def test_purchases_from_csv_are_added_once(tmp_path: Path, shop: CatalogueAdmin)
         "1.99", "0.30", "USD", "paypal",
     )  # fmt: skip
     again = import_purchases(shop.engine, file)
-    assert again.as_dict() == {"rows": 2, "added": 0, "updated": 0, "unchanged": 2}
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 2)
     assert len(purchases(shop)) == 2
 
 
@@ -115,38 +117,125 @@ def test_a_bad_purchases_file_lists_every_problem_and_writes_nothing(
         import_purchases(shop.engine, file)
     assert str(refused.value) == f"{file}: 15 problems, nothing was imported"
     assert refused.value.problems == [
-        "line 3: package: no package 'com.nobody.nothing' in the catalogue",
-        "line 4: txn_id: 'TXN-1' is also on line 2",
-        "line 4: currency: 'usd' is not an ISO 4217 currency code (write it in capitals: USD)",
-        "line 5: total: '1,99' is not an amount like 1.99 (not negative); "
-        "use a point as the decimal separator",
-        "line 5: date: '2024-03-10 12:00:00' has no UTC offset; add one, like +00:00 or Z",
-        "line 6: payment_platform: 'PayPal': lower-case letters, digits, '.', '_', '-'",
-        "line 6: currency: 'XYZ' is not an ISO 4217 currency code",
-        "line 7: txn_id: missing",
-        "line 7: profile_url: 'forum/ada' is not an http(s) address",
-        "line 7: nickname: missing",
-        "line 8: source: give either package (a package purchase) or source, not both",
-        "line 9: source: no source named 'Gamma'",
-        "line 9: allowed_for: 'package' does not match the source column given",
-        "line 10: commission: '-1' is not an amount like 1.99 (not negative)",
-        "line 10: date: 'yesterday' is not an ISO 8601 date-time, like 2024-03-10T12:00:00+00:00",
+        "line 3: column 'package': no package 'com.nobody.nothing' in the catalogue; "
+        "hint: import its repository first (pkgcat import-repo)",
+        "line 4: column 'currency': 'usd' is not an ISO 4217 currency code; "
+        "hint: write it in capitals: USD",
+        "line 4: column 'txn_id': 'TXN-1' is also on line 2; hint: a txn_id names one purchase",
+        "line 5: column 'total': '1,99' is not an amount; "
+        "hint: use a point as the decimal separator: 1.99",
+        "line 5: column 'date': '2024-03-10 12:00:00' has no UTC offset; "
+        "hint: add one, like +00:00, or Z for UTC",
+        "line 6: column 'currency': 'XYZ' is not an ISO 4217 currency code; "
+        "hint: a code such as USD or EUR",
+        "line 6: column 'payment_platform': 'PayPal' is not a platform name; "
+        "hint: lower-case letters, digits, '.', '_', '-', like paypal",
+        "line 7: column 'nickname': missing",
+        "line 7: column 'txn_id': missing",
+        "line 7: column 'profile_url': 'forum/ada' is not an http(s) address; "
+        "hint: a whole address, like https://forum.example/u/ada",
+        "line 8: column 'source': given with package; "
+        "hint: give package (a package purchase) or source (the whole source), not both",
+        "line 9: column 'source': no source named 'Gamma'; "
+        "hint: the name given to pkgcat import-repo --source",
+        "line 9: column 'allowed_for': 'package' does not match the source column given",
+        "line 10: column 'commission': '-1' is negative; hint: amounts are 0 or more",
+        "line 10: column 'date': 'yesterday' is not an ISO 8601 date-time; "
+        "hint: write it like 2024-03-10T12:00:00+00:00",
     ]
     assert purchases(shop) == []
 
 
-def test_a_csv_header_with_unknown_or_missing_columns_is_refused(
+def test_a_csv_header_without_a_required_column_is_refused(
     tmp_path: Path, shop: CatalogueAdmin
 ) -> None:
     file = tmp_path / "stats.csv"
     file.write_text("package,downloads,total_votes\ncom.alpha.paid,1,1\n")
     with pytest.raises(OperatorDataError) as refused:
         import_stats(shop.engine, file)
+    known = "package, total_download, total_votes, total_value_votes"
     assert refused.value.problems == [
-        "line 1: downloads: unknown column (known: package, total_download, total_votes, total_value_votes)",
-        "line 1: total_download: missing column",
-        "line 1: total_value_votes: missing column",
+        f"line 1: column 'total_download': missing from the header; "
+        f"hint: the columns are {known}; this header has 'downloads' instead",
+        f"line 1: column 'total_value_votes': missing from the header; "
+        f"hint: the columns are {known}; this header has 'downloads' instead",
     ]
+
+
+def test_extra_columns_are_ignored_and_named(tmp_path: Path, shop: CatalogueAdmin) -> None:
+    prices = tmp_path / "prices.csv"
+    prices.write_text(
+        "package,price,currency,Note,\n"
+        "com.alpha.paid,3.49,EUR,spring sale,\n"
+    )  # fmt: skip
+    written = import_prices(shop.engine, prices)
+    assert (written.updated, written.ignored) == (1, ("note", ""))
+    assert price_of(shop, 1) == ("3.49", "EUR")
+    sales = write_jsonl(tmp_path / "sales.jsonl", [PURCHASE | {"buyer_email": "a@b.example"}])
+    written = import_purchases(shop.engine, sales)
+    assert written.as_dict() == {
+        "rows": 1, "added": 1, "updated": 0, "unchanged": 0, "ignored_columns": ["buyer_email"],
+    }  # fmt: skip
+
+
+def test_the_delimiter_is_found_from_the_header(tmp_path: Path, shop: CatalogueAdmin) -> None:
+    semicolons = tmp_path / "prices.csv"
+    semicolons.write_text('package;price;currency\ncom.alpha.paid;"2,5";EUR\n')
+    with pytest.raises(OperatorDataError) as refused:
+        import_prices(shop.engine, semicolons)
+    # Read with ';', so the comma inside the quoted value is the price's own.
+    assert refused.value.problems == [
+        "line 2: column 'price': '2,5' is not an amount; "
+        "hint: use a point as the decimal separator: 1.99"
+    ]
+    tabs = tmp_path / "stats.csv"
+    tabs.write_text(
+        "package\ttotal_download\ttotal_votes\ttotal_value_votes\n"
+        "com.alpha.paid\t7\t1\t5\n"
+    )  # fmt: skip
+    assert import_stats(shop.engine, tabs).updated == 1
+    with shop.engine.connect() as db:
+        row = db.execute(select(t.packages).where(t.packages.c.id == 1)).one()
+    assert (row.total_download, row.total_votes, row.total_value_votes) == (7, 1, 5)
+
+
+def test_a_named_delimiter_is_used_and_a_wrong_one_hinted(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    file = tmp_path / "prices.csv"
+    file.write_text("package|price|currency\ncom.alpha.paid|4.99|GBP\n")
+    assert import_prices(shop.engine, file, delimiter="|").updated == 1
+    assert price_of(shop, 1) == ("4.99", "GBP")
+    with pytest.raises(OperatorDataError) as refused:
+        import_prices(shop.engine, file, delimiter=",")
+    assert refused.value.problems[0] == (
+        "line 1: column 'package': missing from the header; hint: the columns are package, "
+        "price, currency; this header has 'package|price|currency' instead; the header was "
+        "split at ',': name the file's delimiter with --delimiter"
+    )
+    assert price_of(shop, 1) == ("4.99", "GBP")
+
+
+def test_a_purchase_with_a_price_for_a_free_package_is_refused(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    free = PURCHASE | {"package": "com.alpha.free", "txn_id": "TXN-F"}
+    file = write_csv(tmp_path / "sales.csv", [PURCHASE, free])
+    with pytest.raises(OperatorDataError) as refused:
+        import_purchases(shop.engine, file)
+    assert refused.value.problems == [
+        "line 3: column 'total': 1.99 USD paid for 'com.alpha.free', a free package; "
+        "hint: give the package its price first (pkgcat import-prices), or leave the purchase out"
+    ]
+    assert purchases(shop) == []  # the good row on line 2 is not written either
+    nothing_paid = free | {"total": "0.00", "commission": "0"}
+    assert import_purchases(shop.engine, write_csv(tmp_path / "ok.csv", [nothing_paid])).added == 1
+    priced = write_csv(
+        tmp_path / "prices.csv", [{"package": "com.alpha.free", "price": "1.99", "currency": "USD"}]
+    )
+    import_prices(shop.engine, priced)
+    again = import_purchases(shop.engine, file)  # now that the package has a price
+    assert (again.added, again.updated) == (1, 1)  # TXN-1 added; TXN-F's total updated
 
 
 def test_stats_set_the_counts_and_check_the_votes(tmp_path: Path, shop: CatalogueAdmin) -> None:
@@ -157,7 +246,7 @@ def test_stats_set_the_counts_and_check_the_votes(tmp_path: Path, shop: Catalogu
         "com.beta.tool,0,0,0\n"
     )
     assert import_stats(shop.engine, file).as_dict() == {
-        "rows": 2, "added": 0, "updated": 2, "unchanged": 0,
+        "rows": 2, "added": 0, "updated": 2, "unchanged": 0, "ignored_columns": [],
     }  # fmt: skip
     with shop.engine.connect() as db:
         paid = db.execute(select(t.packages).where(t.packages.c.id == 1)).one()
@@ -176,7 +265,7 @@ def test_stats_set_the_counts_and_check_the_votes(tmp_path: Path, shop: Catalogu
             {
                 "package": "com.alpha.paid",
                 "total_download": "x",
-                "total_votes": 1,
+                "total_votes": 1.5,
                 "total_value_votes": 1,
             },
             {"package": "com.alpha.free", "total_download": 1, "total_votes": True, "extra": 1},
@@ -184,14 +273,16 @@ def test_stats_set_the_counts_and_check_the_votes(tmp_path: Path, shop: Catalogu
     )
     with pytest.raises(OperatorDataError) as refused:
         import_stats(shop.engine, bad)
+    whole = "hint: digits only, like 1500 (0 or more)"
     assert refused.value.problems == [
-        "line 1: total_value_votes: 11 is not the sum of 2 ratings of 1 to 5 (between 2 and 10)",
-        "line 2: package: 'com.alpha.paid' is also on line 1",
-        "line 2: total_download: 'x' is not a whole number (0 or more)",
-        "line 3: total_votes: give a string or a number",
-        "line 3: extra: unknown field (known: package, total_download, total_votes, total_value_votes)",
-        "line 3: total_votes: missing",
-        "line 3: total_value_votes: missing",
+        "line 1: column 'total_value_votes': 11 is not the sum of 2 ratings of 1 to 5; "
+        "hint: it lies between 2 and 10",
+        f"line 2: column 'total_download': 'x' is not a whole number; {whole}",
+        f"line 2: column 'total_votes': '1.5' is not a whole number; {whole}",
+        "line 2: column 'package': 'com.alpha.paid' is also on line 1; hint: one row per package",
+        "line 3: column 'total_votes': true is not a string or a number",
+        "line 3: column 'total_votes': missing",
+        "line 3: column 'total_value_votes': missing",
     ]
     with shop.engine.connect() as db:
         assert (
@@ -200,15 +291,41 @@ def test_stats_set_the_counts_and_check_the_votes(tmp_path: Path, shop: Catalogu
         )
 
 
+def price_of(admin: CatalogueAdmin, package_id: int) -> tuple[str, str]:
+    with admin.engine.connect() as db:
+        row = db.execute(select(t.packages).where(t.packages.c.id == package_id)).one()
+    return row.price, row.currency
+
+
 def test_prices_set_price_and_currency(tmp_path: Path, shop: CatalogueAdmin) -> None:
     file = write_csv(
         tmp_path / "prices.csv",
-        [{"package": "com.alpha.paid", "price": "3.49", "currency": "EUR"}],
+        [
+            {"package": "com.alpha.paid", "price": "3.49", "currency": "EUR"},
+            {"package": "com.beta.tool", "price": "2", "currency": "XCG"},
+        ],
     )
-    assert import_prices(shop.engine, file).updated == 1
-    with shop.engine.connect() as db:
-        row = db.execute(select(t.packages).where(t.packages.c.id == 1)).one()
-    assert (row.price, row.currency) == ("3.49", "EUR")
+    assert import_prices(shop.engine, file).updated == 2
+    assert price_of(shop, 1) == ("3.49", "EUR")
+    assert price_of(shop, 3) == ("2", "XCG")  # ISO 4217's guilder of Curaçao, 2025
+
+
+def test_currencies_without_minor_units_are_refused(tmp_path: Path, shop: CatalogueAdmin) -> None:
+    file = write_csv(
+        tmp_path / "prices.csv",
+        [
+            {"package": "com.alpha.paid", "price": "1", "currency": "XAU"},
+            {"package": "com.beta.tool", "price": "1", "currency": "XTS"},
+        ],
+    )
+    with pytest.raises(OperatorDataError) as refused:
+        import_prices(shop.engine, file)
+    assert refused.value.problems == [
+        "line 2: column 'currency': 'XAU' is not an ISO 4217 currency code; "
+        "hint: a code such as USD or EUR",
+        "line 3: column 'currency': 'XTS' is not an ISO 4217 currency code; "
+        "hint: a code such as USD or EUR",
+    ]
 
 
 def test_files_that_are_not_csv_or_json_lines_are_refused(
@@ -218,17 +335,35 @@ def test_files_that_are_not_csv_or_json_lines_are_refused(
     odd.write_text("package,price,currency\n")
     with pytest.raises(OperatorDataError, match="1 problem, nothing was imported") as refused:
         import_prices(shop.engine, odd)
-    assert refused.value.problems == ["line 1: file: .txt; name it .csv or .jsonl"]
+    assert refused.value.problems == ["line 1: row: a .txt file; hint: name it .csv or .jsonl"]
     latin = tmp_path / "prices.csv"
     latin.write_bytes(b"package,price,currency\ncaf\xe9,1,USD\n")
     with pytest.raises(OperatorDataError) as refused:
         import_prices(shop.engine, latin)
-    assert refused.value.problems == ["line 2: row: not valid UTF-8 (byte 0xe9)"]
+    assert refused.value.problems == [
+        "line 2: row: not valid UTF-8 (byte 0xe9); hint: save the file as UTF-8 (in a spreadsheet: CSV UTF-8)"
+    ]
     broken = tmp_path / "prices.jsonl"
     broken.write_text(
         '{"package": "com.alpha.paid", "price": "1", "currency": "USD"}\n[1]\n{oops\n'
     )
     with pytest.raises(OperatorDataError) as refused:
         import_prices(shop.engine, broken)
-    assert refused.value.problems[0] == "line 2: row: not a JSON object"
+    assert refused.value.problems[0] == (
+        "line 2: row: not a JSON object; hint: one JSON object per line"
+    )
     assert refused.value.problems[1].startswith("line 3: row: not JSON (")
+
+
+def test_a_row_with_more_values_than_the_header_names_is_refused(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    file = tmp_path / "prices.csv"
+    file.write_text("package,price,currency\ncom.alpha.paid,1,99,USD\ncom.beta.tool,1,USD\n")
+    with pytest.raises(OperatorDataError) as refused:
+        import_prices(shop.engine, file)
+    assert refused.value.problems == [
+        "line 2: row: 4 values, the header names 3 columns; "
+        "hint: a value that holds ',' must be in double quotes"
+    ]
+    assert price_of(shop, 3) == ("1.99", "USD")  # line 3 was good, and is not written either

@@ -9,6 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from sqlalchemy import Engine
 
 from pkgcat.cli._common import admin, fail, load_settings, print_json, stderr, stdout
 from pkgcat.ingest import (
@@ -22,7 +23,6 @@ from pkgcat.ingest import (
     import_repository,
 )
 from pkgcat.ingest.workers import default_jobs
-from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.writes.operator import Written, import_prices, import_purchases, import_stats
 
 
@@ -164,22 +164,48 @@ def import_repo(
         stderr.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
 
+_SHOWN_PROBLEMS = 20
+"""Problems listed before the rest are counted: a file read with the wrong delimiter, say,
+has one on every line, and the first ones tell what to fix."""
+
+
 def _refuse(error: OperatorDataError) -> NoReturn:
-    for problem in error.problems:
+    for problem in error.problems[:_SHOWN_PROBLEMS]:
         stderr.print(f"  {problem}", highlight=False, soft_wrap=True)
+    if len(error.problems) > _SHOWN_PROBLEMS:
+        stderr.print(f"  ... and {len(error.problems) - _SHOWN_PROBLEMS} more", highlight=False)
     fail(str(error))
 
 
+Importer = Callable[[Engine, Path, str | None], Written]
+
+
+def _delimiter(value: str | None, path: Path) -> str | None:
+    if value is None:
+        return None
+    if path.suffix.lower() != ".csv":
+        fail(f"--delimiter: {path.name} is not a .csv file", 2)
+    if value.lower() in ("tab", "\\t"):
+        return "\t"
+    if len(value) != 1 or value in ('"', "\r", "\n"):
+        fail(f"--delimiter: {value!r}; give one character, such as ';', or 'tab'", 2)
+    return value
+
+
 def _operator_import(
-    kind: str, path: Path, run: Callable[[CatalogueAdmin, Path], Written], as_json: bool
+    kind: str, path: Path, run: Importer, as_json: bool, delimiter: str | None
 ) -> None:
+    chosen = _delimiter(delimiter, path)
     with admin() as handle:
         try:
-            written = run(handle, path)
+            written = run(handle.engine, path, chosen)
         except OperatorDataError as error:
             _refuse(error)
         except OSError as error:
             fail(f"{path}: cannot be read ({error.strerror})")
+    for name in written.ignored:  # on stderr in both modes: stdout stays one JSON document
+        column = repr(name) if name else "without a name"
+        stderr.print(f"warning: {path.name}: column {column} ignored", highlight=False)
     if as_json:
         print_json({"file": str(path), **written.as_dict()})
         return
@@ -192,18 +218,43 @@ def _operator_import(
 
 _FILE = Annotated[Path, typer.Argument(help="A .csv file with a header row, or a .jsonl file.")]
 _JSON = Annotated[bool, typer.Option("--json", help="Print the counts as one JSON object.")]
+_DELIMITER = Annotated[
+    str | None,
+    typer.Option(
+        "--delimiter",
+        help="The CSV file's delimiter: one character, or 'tab' (default: found from the header).",
+    ),
+]
 
 
-def purchases_command(file: _FILE, as_json: _JSON = False) -> None:
+def purchases_command(file: _FILE, as_json: _JSON = False, delimiter: _DELIMITER = None) -> None:
     """Load purchases (buyers); all or nothing, idempotent on txn_id."""
-    _operator_import("purchases", file, lambda h, p: import_purchases(h.engine, p), as_json)
+    _operator_import(
+        "purchases",
+        file,
+        lambda engine, path, d: import_purchases(engine, path, delimiter=d),
+        as_json,
+        delimiter,
+    )
 
 
-def stats_command(file: _FILE, as_json: _JSON = False) -> None:
+def stats_command(file: _FILE, as_json: _JSON = False, delimiter: _DELIMITER = None) -> None:
     """Set packages' download and vote counts; all or nothing."""
-    _operator_import("stats", file, lambda h, p: import_stats(h.engine, p), as_json)
+    _operator_import(
+        "stats",
+        file,
+        lambda engine, path, d: import_stats(engine, path, delimiter=d),
+        as_json,
+        delimiter,
+    )
 
 
-def prices_command(file: _FILE, as_json: _JSON = False) -> None:
+def prices_command(file: _FILE, as_json: _JSON = False, delimiter: _DELIMITER = None) -> None:
     """Set packages' prices and currencies; all or nothing."""
-    _operator_import("prices", file, lambda h, p: import_prices(h.engine, p), as_json)
+    _operator_import(
+        "prices",
+        file,
+        lambda engine, path, d: import_prices(engine, path, delimiter=d),
+        as_json,
+        delimiter,
+    )

@@ -1,27 +1,29 @@
-"""ISO 4217 currency codes a price or a purchase may be in.
+"""ISO 4217 currency codes a price or a purchase may be in, from the ``iso4217`` package.
 
-The active codes of ISO 4217 (list one, 2025), less those that are no money a
-storefront takes: precious metals (XAU, XAG, XPD, XPT), bond-market and
-drawing-right units (XBA to XBD, XDR, XSU, XUA), and the testing and
-"no currency" codes (XTS, XXX).
+The package ships ISO 4217's list one as its maintenance agency publishes it
+(a new release follows each amendment), so a new code, or one withdrawn, needs
+an upgrade of the package, not an edit here. The codes kept are those with
+minor units: money a storefront can take. ISO 4217 gives none ("N.A.") to
+precious metals (XAU, XAG, XPD, XPT), bond-market and drawing-right units
+(XBA to XBD, XDR, XSU, XUA), and the testing and "no currency" codes (XTS, XXX).
+
+The list is read once, when the first operator file is checked: the package
+parses its XML table on import, which the server and the other commands do not
+need to pay for.
 """
 
 from __future__ import annotations
 
-# fmt: off
-CURRENCIES: frozenset[str] = frozenset({
-    "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT",
-    "BGN", "BHD", "BIF", "BMD", "BND", "BOB", "BOV", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD",
-    "CAD", "CDF", "CHE", "CHF", "CHW", "CLF", "CLP", "CNY", "COP", "COU", "CRC", "CUP", "CVE",
-    "CZK", "DJF", "DKK", "DOP", "DZD", "EGP", "ERN", "ETB", "EUR", "FJD", "FKP", "GBP", "GEL",
-    "GHS", "GIP", "GMD", "GNF", "GTQ", "GYD", "HKD", "HNL", "HTG", "HUF", "IDR", "ILS", "INR",
-    "IQD", "IRR", "ISK", "JMD", "JOD", "JPY", "KES", "KGS", "KHR", "KMF", "KPW", "KRW", "KWD",
-    "KYD", "KZT", "LAK", "LBP", "LKR", "LRD", "LSL", "LYD", "MAD", "MDL", "MGA", "MKD", "MMK",
-    "MNT", "MOP", "MRU", "MUR", "MVR", "MWK", "MXN", "MXV", "MYR", "MZN", "NAD", "NGN", "NIO",
-    "NOK", "NPR", "NZD", "OMR", "PAB", "PEN", "PGK", "PHP", "PKR", "PLN", "PYG", "QAR", "RON",
-    "RSD", "RUB", "RWF", "SAR", "SBD", "SCR", "SDG", "SEK", "SGD", "SHP", "SLE", "SOS", "SRD",
-    "SSP", "STN", "SVC", "SYP", "SZL", "THB", "TJS", "TMT", "TND", "TOP", "TRY", "TTD", "TWD",
-    "TZS", "UAH", "UGX", "USD", "USN", "UYI", "UYU", "UYW", "UZS", "VED", "VES", "VND", "VUV",
-    "WST", "XAF", "XCD", "XCG", "XOF", "XPF", "YER", "ZAR", "ZMW", "ZWG",
-})
-# fmt: on
+from functools import cache
+
+
+@cache
+def currencies() -> frozenset[str]:
+    """The three-letter codes accepted in operator files."""
+    from iso4217 import Currency  # here, not at the top: read on first use (see above)
+
+    return frozenset(c.code for c in Currency if c.exponent is not None)
+
+
+def is_currency(code: str) -> bool:
+    return code in currencies()

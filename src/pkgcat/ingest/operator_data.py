@@ -1,9 +1,18 @@
 """The operator's purchases, statistics and prices: CSV or JSON Lines, checked whole.
 
-A file is read and every row validated before anything is written; a file
-with any problem is refused with all of them, each as ``line N: field: what
-is wrong`` (:class:`~pkgcat.ingest.errors.OperatorDataError`). The columns
-(CSV header, or JSON keys) are the spec's field names:
+A file is read (:mod:`pkgcat.ingest.operator_files`) and every row validated
+before anything is written; a file with any problem is refused with all of
+them, each as ``line N: column 'name': what is wrong; hint: what to do``
+(:class:`~pkgcat.ingest.errors.OperatorDataError`). Checking goes in two steps:
+
+1. each row alone, by a typed model (pydantic): required columns, lengths,
+   amounts, whole numbers, currencies, dates, and what the row's own columns must
+   agree on (the votes of a statistics row);
+2. each row against the catalogue and the rest of the file, here: the package
+   or source must exist, a ``txn_id`` or a package appear once, a purchase of a
+   free package cost nothing.
+
+The columns (CSV header, or JSON keys) are the spec's field names:
 
 - purchases: ``package`` (a package purchase) or ``source`` (a purchase of
   the whole source), ``nickname``, ``status``, ``total``, ``commission``,
@@ -12,29 +21,33 @@ is wrong`` (:class:`~pkgcat.ingest.errors.OperatorDataError`). The columns
 - stats: ``package``, ``total_download``, ``total_votes``, ``total_value_votes``;
 - prices: ``package``, ``price``, ``currency``.
 
-The format follows the file's suffix: ``.csv``, or ``.jsonl``/``.ndjson``.
+Other columns are ignored, and named in :attr:`Checked.ignored`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Generic, TypeVar
 
-import orjson
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from pkgcat.domain import Scope
-from pkgcat.ingest.currencies import CURRENCIES
-from pkgcat.ingest.errors import OperatorDataError
-
-_DECIMAL = re.compile(r"\d{1,20}(\.\d{1,8})?")
-_PLATFORM = re.compile(r"[a-z0-9_.-]{1,64}")
-_MAX_INTEGER = 2**63 - 1
+from pkgcat.ingest.currencies import is_currency
+from pkgcat.ingest.operator_files import Problem, Row, read_table, refuse
 
 PURCHASE_COLUMNS = (
     "package", "source", "allowed_for", "nickname", "status", "total", "commission",
@@ -44,15 +57,36 @@ _OPTIONAL_PURCHASE_COLUMNS = ("package", "source", "allowed_for", "profile_url")
 STATS_COLUMNS = ("package", "total_download", "total_votes", "total_value_votes")
 PRICE_COLUMNS = ("package", "price", "currency")
 
-Row = dict[str, str]
+_DECIMAL = re.compile(r"\d{1,20}(\.\d{1,8})?")
+_PLATFORM = re.compile(r"[a-z0-9_.-]{1,64}")
+_MAX_INTEGER = 2**63 - 1
+
+RowT = TypeVar("RowT")
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRef:
+    """A package as the checks see it: its row id, its source's, and whether it is free."""
+
+    id: int
+    source_id: int
+    free: bool
 
 
 @dataclass(frozen=True, slots=True)
 class Catalogue:
-    """What validation checks rows against: packages (row id, source id) and sources by name."""
+    """What validation checks rows against: packages and sources, by name."""
 
-    packages: Mapping[str, tuple[int, int]]
+    packages: Mapping[str, PackageRef]
     sources: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Checked(Generic[RowT]):
+    """The rows of a file without problems, and the columns of the file that were not read."""
+
+    rows: list[RowT]
+    ignored: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,300 +123,309 @@ class PriceRow:
     currency: str
 
 
-# Reading -------------------------------------------------------------------------------------
+# Step 1: one row alone, by its model ---------------------------------------------------------
 
 
-def _text(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise OperatorDataError(
-            str(path), [f"line {line}: row: not valid UTF-8 (byte 0x{data[error.start]:02x})"]
-        ) from None
+def _wrong(message: str, hint: str = "") -> PydanticCustomError:
+    # The message is the whole text: no context key appears in it, so nothing is substituted.
+    return PydanticCustomError("pkgcat", message, {"hint": hint})
 
 
-def _csv_rows(
-    text: str, columns: tuple[str, ...], required: tuple[str, ...], problems: list[str]
-) -> Iterator[tuple[int, Row]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = [name.strip().lower() for name in next(reader)]
-    except StopIteration:
-        problems.append("line 1: header: the file is empty")
-        return
-    except csv.Error as error:
-        problems.append(f"line 1: header: not CSV ({error})")
-        return
-    for name in header:
-        if name not in columns:
-            problems.append(
-                f"line 1: {name or '(empty)'}: unknown column (known: {', '.join(columns)})"
-            )
-    if len(set(header)) != len(header):
-        problems.append("line 1: header: a column is named twice")
-    for name in required:
-        if name not in header:
-            problems.append(f"line 1: {name}: missing column")
-    if problems:
-        return
-    while True:
-        line = reader.line_num + 1
-        try:
-            values = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            problems.append(f"line {line}: row: not CSV ({error})")
-            return
-        if not values or values == [""]:
-            continue
-        if len(values) != len(header):
-            problems.append(
-                f"line {line}: row: {len(values)} values, the header names {len(header)} columns"
-            )
-            continue
-        yield line, dict(zip(header, (v.strip() for v in values), strict=True))
+def _amount(value: str) -> str:
+    if _DECIMAL.fullmatch(value):
+        return value
+    if value.startswith("-"):
+        raise _wrong(f"{value!r} is negative", "amounts are 0 or more")
+    if "," in value:
+        raise _wrong(f"{value!r} is not an amount", "use a point as the decimal separator: 1.99")
+    raise _wrong(f"{value!r} is not an amount", "write it like 1.99, or 0")
 
 
-def _json_value(value: Any) -> str | None:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, int | float):
-        return str(value)
-    return None
+def _whole(value: object) -> object:
+    if isinstance(value, str) and not (value.isdigit() and int(value) <= _MAX_INTEGER):
+        raise _wrong(f"{value!r} is not a whole number", "digits only, like 1500 (0 or more)")
+    return value
 
 
-def _jsonl_rows(
-    text: str, columns: tuple[str, ...], problems: list[str]
-) -> Iterator[tuple[int, Row]]:
-    for line, content in enumerate(text.splitlines(), start=1):
-        if not content.strip():
-            continue
-        try:
-            document = orjson.loads(content)
-        except orjson.JSONDecodeError as error:
-            problems.append(f"line {line}: row: not JSON ({error})")
-            continue
-        if not isinstance(document, dict):
-            problems.append(f"line {line}: row: not a JSON object")
-            continue
-        row: Row = {}
-        for key, value in document.items():
-            text_value = _json_value(value)
-            if key not in columns:
-                problems.append(f"line {line}: {key}: unknown field (known: {', '.join(columns)})")
-            elif text_value is None:
-                problems.append(f"line {line}: {key}: give a string or a number")
-            else:
-                row[key] = text_value
-        yield line, row
-
-
-def read_rows(
-    path: Path, columns: tuple[str, ...], required: tuple[str, ...], problems: list[str]
-) -> list[tuple[int, Row]]:
-    """The rows of a CSV or JSON Lines file with their line numbers; problems are appended.
-
-    A CSV header must name every ``required`` column; a JSON Lines row that
-    lacks one is reported by the field checks, line by line.
-    """
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl", ".ndjson"):
-        raise OperatorDataError(
-            str(path), [f"line 1: file: {suffix or 'no suffix'}; name it .csv or .jsonl"]
+def _currency(value: str) -> str:
+    if is_currency(value):
+        return value
+    if is_currency(value.upper()):
+        raise _wrong(
+            f"{value!r} is not an ISO 4217 currency code", f"write it in capitals: {value.upper()}"
         )
-    text = _text(path)
-    if suffix == ".csv":
-        return list(_csv_rows(text, columns, required, problems))
-    return list(_jsonl_rows(text, columns, problems))
+    raise _wrong(f"{value!r} is not an ISO 4217 currency code", "a code such as USD or EUR")
 
 
-# Fields --------------------------------------------------------------------------------------
-
-
-class _Checker:
-    """Validates the fields of one row; every problem is kept, with its line."""
-
-    def __init__(self, line: int, row: Row, problems: list[str]) -> None:
-        self.line, self.row, self.problems = line, row, problems
-
-    def bad(self, field: str, message: str) -> None:
-        self.problems.append(f"line {self.line}: {field}: {message}")
-
-    def text(self, field: str, limit: int, *, required: bool = True) -> str:
-        value = self.row.get(field, "")
-        if not value and required:
-            self.bad(field, "missing")
-        elif len(value) > limit:
-            self.bad(field, f"longer than {limit} characters")
+def _moment(value: object) -> object:
+    if not isinstance(value, str):
         return value
+    example = "like 2024-03-10T12:00:00+00:00"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise _wrong(f"{value!r} is not an ISO 8601 date-time", f"write it {example}") from None
+    if moment.tzinfo is None:
+        raise _wrong(f"{value!r} has no UTC offset", "add one, like +00:00, or Z for UTC")
+    return int(moment.timestamp())
 
-    def decimal(self, field: str) -> str:
-        value = self.text(field, 32)
-        if value and not _DECIMAL.fullmatch(value):
-            hint = "; use a point as the decimal separator" if "," in value else ""
-            self.bad(field, f"{value!r} is not an amount like 1.99 (not negative){hint}")
+
+def _platform(value: str) -> str:
+    if _PLATFORM.fullmatch(value):
         return value
+    raise _wrong(
+        f"{value!r} is not a platform name",
+        "lower-case letters, digits, '.', '_', '-', like paypal",
+    )
 
-    def integer(self, field: str) -> int:
-        value = self.text(field, 20)
-        if value and (not value.isdigit() or int(value) > _MAX_INTEGER):
-            self.bad(field, f"{value!r} is not a whole number (0 or more)")
-            return 0
-        return int(value) if value else 0
 
-    def currency(self, field: str = "currency") -> str:
-        value = self.text(field, 3)
-        if value and value not in CURRENCIES:
-            hint = (
-                f" (write it in capitals: {value.upper()})" if value.upper() in CURRENCIES else ""
+def _address(value: str) -> str:
+    if value.startswith(("http://", "https://")):
+        return value
+    raise _wrong(
+        f"{value!r} is not an http(s) address", "a whole address, like https://forum.example/u/ada"
+    )
+
+
+def _scope(value: str) -> str:
+    if value in ("package", "source"):
+        return value
+    raise _wrong(f"{value!r} is neither 'package' nor 'source'")
+
+
+Amount = Annotated[str, Field(max_length=32), AfterValidator(_amount)]
+Whole = Annotated[int, BeforeValidator(_whole)]
+Currency = Annotated[str, Field(max_length=3), AfterValidator(_currency)]
+Moment = Annotated[int, BeforeValidator(_moment)]
+
+
+class _Fields(BaseModel):
+    # Rows come as text, with empty values left out (operator_files); other columns are
+    # dropped by the reader already, and ignored here too.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class PurchaseFields(_Fields):
+    package: Annotated[str, Field(max_length=255)] = ""
+    source: Annotated[str, Field(max_length=255)] = ""
+    allowed_for: Annotated[str, AfterValidator(_scope)] = ""
+    nickname: Annotated[str, Field(max_length=200)]
+    status: Annotated[str, Field(max_length=64)]
+    total: Amount
+    commission: Amount
+    currency: Currency
+    date: Moment
+    txn_id: Annotated[str, Field(max_length=128)]
+    profile_url: Annotated[str, Field(max_length=2000), AfterValidator(_address)] = ""
+    payment_platform: Annotated[str, AfterValidator(_platform)]
+
+
+class StatsFields(_Fields):
+    package: Annotated[str, Field(max_length=255)]
+    total_download: Whole
+    total_votes: Whole
+    total_value_votes: Whole
+
+    @model_validator(mode="after")
+    def _votes_are_ratings(self) -> StatsFields:
+        # Each vote is a rating from 1 to 5 (docs/api.md, decision 4).
+        votes, value = self.total_votes, self.total_value_votes
+        if not votes <= value <= 5 * votes:
+            raise _wrong(
+                f"{value} is not the sum of {votes} ratings of 1 to 5",
+                f"it lies between {votes} and {5 * votes}",
             )
-            self.bad(field, f"{value!r} is not an ISO 4217 currency code{hint}")
-        return value
+        return self
 
-    def moment(self, field: str) -> int:
-        value = self.text(field, 64)
-        if not value:
-            return 0
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            self.bad(
-                field, f"{value!r} is not an ISO 8601 date-time, like 2024-03-10T12:00:00+00:00"
+
+class PriceFields(_Fields):
+    package: Annotated[str, Field(max_length=255)]
+    price: Amount
+    currency: Currency
+
+
+_ModelT = TypeVar("_ModelT", bound=_Fields)
+
+_WHOLE_ROW_COLUMN: dict[type[_Fields], str] = {StatsFields: "total_value_votes"}
+"""The column a model's whole-row check names in its problem."""
+
+
+def _problem(line: int, model: type[_Fields], error: Mapping[str, object]) -> Problem:
+    loc = error["loc"]
+    column = str(loc[0]) if isinstance(loc, tuple) and loc else _WHOLE_ROW_COLUMN.get(model, "")
+    kind, context = error["type"], error.get("ctx")
+    hint = str(context.get("hint", "")) if isinstance(context, dict) else ""
+    if kind == "missing":
+        return Problem(line, column, "missing")
+    if kind == "string_too_long" and isinstance(context, dict):
+        return Problem(line, column, f"longer than {context['max_length']} characters")
+    return Problem(line, column, str(error["msg"]), hint)
+
+
+def _fields(model: type[_ModelT], line: int, row: Row, problems: list[Problem]) -> _ModelT | None:
+    try:
+        return model.model_validate(row)
+    except ValidationError as invalid:
+        problems.extend(_problem(line, model, error) for error in invalid.errors())
+        return None
+
+
+# Step 2: rows against the catalogue and the file ---------------------------------------------
+
+
+def _package(
+    line: int, name: str, catalogue: Catalogue, seen: dict[str, int] | None, problems: list[Problem]
+) -> PackageRef | None:
+    found = catalogue.packages.get(name)
+    if name and found is None:
+        problems.append(
+            Problem(
+                line,
+                "package",
+                f"no package {name!r} in the catalogue",
+                "import its repository first (pkgcat import-repo)",
             )
-            return 0
-        if moment.tzinfo is None:
-            self.bad(field, f"{value!r} has no UTC offset; add one, like +00:00 or Z")
-            return 0
-        return int(moment.timestamp())
-
-    def package(self, catalogue: Catalogue, field: str = "package") -> tuple[int, int] | None:
-        value = self.text(field, 255)
-        if value and value not in catalogue.packages:
-            self.bad(field, f"no package {value!r} in the catalogue")
-        return catalogue.packages.get(value)
+        )
+    if seen is not None and name:
+        first = seen.setdefault(name, line)
+        if first != line:
+            problems.append(
+                Problem(line, "package", f"{name!r} is also on line {first}", "one row per package")
+            )
+    return found
 
 
-# Rows ----------------------------------------------------------------------------------------
-
-
-def _validated(
+def _check(
     path: Path,
     columns: tuple[str, ...],
     required: tuple[str, ...],
-    check: Callable[[_Checker], Any],
-) -> list[Any]:
-    problems: list[str] = []
-    rows = read_rows(path, columns, required, problems)
-    checked = [check(_Checker(line, row, problems)) for line, row in rows]
+    delimiter: str | None,
+    check: Callable[[int, Row, list[Problem]], RowT | None],
+) -> Checked[RowT]:
+    problems: list[Problem] = []
+    table = read_table(path, columns, required, problems, delimiter=delimiter)
+    rows = [check(line, row, problems) for line, row in table.rows]
     if problems:
-        # Rows that could not be read are found before the others are checked: sort by line.
-        problems.sort(key=lambda problem: int(problem.split(":", 1)[0].removeprefix("line ")))
-        raise OperatorDataError(str(path), problems)
-    return checked
+        raise refuse(path, problems)
+    return Checked([row for row in rows if row is not None], table.ignored)
 
 
-def purchases(path: Path, catalogue: Catalogue) -> list[PurchaseRow]:
+def purchases(
+    path: Path, catalogue: Catalogue, *, delimiter: str | None = None
+) -> Checked[PurchaseRow]:
     """Every purchase of the file, validated; :class:`OperatorDataError` lists what is wrong."""
     first_line: dict[str, int] = {}
 
-    def check(c: _Checker) -> PurchaseRow:
-        package = c.row.get("package", "")
-        source = c.row.get("source", "")
-        scope = c.row.get("allowed_for", "")
-        source_id, package_id = 0, None
+    def check(line: int, row: Row, problems: list[Problem]) -> PurchaseRow | None:
+        fields = _fields(PurchaseFields, line, row, problems)
+        package, source = row.get("package", ""), row.get("source", "")
+        scope = row.get("allowed_for", "")
+        ref, source_id = None, 0
         if package and source:
-            c.bad("source", "give either package (a package purchase) or source, not both")
+            problems.append(
+                Problem(
+                    line,
+                    "source",
+                    "given with package",
+                    "give package (a package purchase) or source (the whole source), not both",
+                )
+            )
         elif package:
-            found = c.package(catalogue)
-            if found is not None:
-                package_id, source_id = found
+            ref = _package(line, package, catalogue, None, problems)
+            source_id = ref.source_id if ref else 0
         elif source:
             if source not in catalogue.sources:
-                c.bad("source", f"no source named {source!r}")
+                problems.append(
+                    Problem(
+                        line,
+                        "source",
+                        f"no source named {source!r}",
+                        "the name given to pkgcat import-repo --source",
+                    )
+                )
             source_id = catalogue.sources.get(source, 0)
         else:
-            c.bad("package", "missing; give package, or source for a purchase of a whole source")
+            problems.append(
+                Problem(
+                    line,
+                    "package",
+                    "missing",
+                    "give package, or source for a purchase of a whole source",
+                )
+            )
         inferred: Scope = "source" if source and not package else "package"
-        if scope and scope not in ("package", "source"):
-            c.bad("allowed_for", f"{scope!r} is neither 'package' nor 'source'")
-        elif scope and scope != inferred:
-            c.bad("allowed_for", f"{scope!r} does not match the {inferred} column given")
-        txn_id = c.text("txn_id", 128)
-        if txn_id:
-            seen = first_line.setdefault(txn_id, c.line)
-            if seen != c.line:
-                c.bad("txn_id", f"{txn_id!r} is also on line {seen}")
-        profile_url = c.text("profile_url", 2000, required=False)
-        if profile_url and not profile_url.startswith(("http://", "https://")):
-            c.bad("profile_url", f"{profile_url!r} is not an http(s) address")
-        platform = c.text("payment_platform", 64)
-        if platform and not _PLATFORM.fullmatch(platform):
-            c.bad("payment_platform", f"{platform!r}: lower-case letters, digits, '.', '_', '-'")
+        if scope in ("package", "source") and scope != inferred:
+            problems.append(
+                Problem(
+                    line, "allowed_for", f"{scope!r} does not match the {inferred} column given"
+                )
+            )
+        txn_id = row.get("txn_id", "")
+        if txn_id and (first := first_line.setdefault(txn_id, line)) != line:
+            problems.append(
+                Problem(
+                    line,
+                    "txn_id",
+                    f"{txn_id!r} is also on line {first}",
+                    "a txn_id names one purchase",
+                )
+            )
+        if fields is None:
+            return None
+        if ref is not None and ref.free and Decimal(fields.total) != 0:
+            problems.append(
+                Problem(
+                    line,
+                    "total",
+                    f"{fields.total} {fields.currency} paid for {package!r}, a free package",
+                    "give the package its price first (pkgcat import-prices), or leave the purchase out",
+                )
+            )
         return PurchaseRow(
-            line=c.line,
+            line=line,
             source_id=source_id,
-            package_id=package_id,
+            package_id=ref.id if ref else None,
             allowed_for=inferred,
-            nickname=c.text("nickname", 200),
-            status=c.text("status", 64),
-            total=c.decimal("total"),
-            commission=c.decimal("commission"),
-            currency=c.currency(),
-            purchased_at=c.moment("date"),
-            txn_id=txn_id,
-            profile_url=profile_url,
-            payment_platform=platform,
+            nickname=fields.nickname,
+            status=fields.status,
+            total=fields.total,
+            commission=fields.commission,
+            currency=fields.currency,
+            purchased_at=fields.date,
+            txn_id=fields.txn_id,
+            profile_url=fields.profile_url,
+            payment_platform=fields.payment_platform,
         )
 
     required = tuple(c for c in PURCHASE_COLUMNS if c not in _OPTIONAL_PURCHASE_COLUMNS)
-    rows: list[PurchaseRow] = _validated(path, PURCHASE_COLUMNS, required, check)
-    return rows
+    return _check(path, PURCHASE_COLUMNS, required, delimiter, check)
 
 
-def _unique_package(c: _Checker, catalogue: Catalogue, lines: dict[str, int]) -> int:
-    found = c.package(catalogue)
-    name = c.row.get("package", "")
-    seen = lines.setdefault(name, c.line) if name else c.line
-    if seen != c.line:
-        c.bad("package", f"{name!r} is also on line {seen}")
-    return found[0] if found else 0
-
-
-def stats(path: Path, catalogue: Catalogue) -> list[StatsRow]:
+def stats(path: Path, catalogue: Catalogue, *, delimiter: str | None = None) -> Checked[StatsRow]:
     """Every statistics row of the file, validated."""
-    lines: dict[str, int] = {}
+    seen: dict[str, int] = {}
 
-    def check(c: _Checker) -> StatsRow:
-        package_id = _unique_package(c, catalogue, lines)
-        votes, value = c.integer("total_votes"), c.integer("total_value_votes")
-        # Each vote is a rating from 1 to 5 (docs/api.md, decision 4).
-        if not votes <= value <= 5 * votes:
-            c.bad(
-                "total_value_votes",
-                f"{value} is not the sum of {votes} ratings of 1 to 5 "
-                f"(between {votes} and {5 * votes})",
-            )
-        return StatsRow(c.line, package_id, c.integer("total_download"), votes, value)
-
-    rows: list[StatsRow] = _validated(path, STATS_COLUMNS, STATS_COLUMNS, check)
-    return rows
-
-
-def prices(path: Path, catalogue: Catalogue) -> list[PriceRow]:
-    """Every price of the file, validated."""
-    lines: dict[str, int] = {}
-
-    def check(c: _Checker) -> PriceRow:
-        return PriceRow(
-            c.line, _unique_package(c, catalogue, lines), c.decimal("price"), c.currency()
+    def check(line: int, row: Row, problems: list[Problem]) -> StatsRow | None:
+        fields = _fields(StatsFields, line, row, problems)
+        ref = _package(line, row.get("package", ""), catalogue, seen, problems)
+        if fields is None or ref is None:
+            return None
+        return StatsRow(
+            line, ref.id, fields.total_download, fields.total_votes, fields.total_value_votes
         )
 
-    rows: list[PriceRow] = _validated(path, PRICE_COLUMNS, PRICE_COLUMNS, check)
-    return rows
+    return _check(path, STATS_COLUMNS, STATS_COLUMNS, delimiter, check)
+
+
+def prices(path: Path, catalogue: Catalogue, *, delimiter: str | None = None) -> Checked[PriceRow]:
+    """Every price of the file, validated."""
+    seen: dict[str, int] = {}
+
+    def check(line: int, row: Row, problems: list[Problem]) -> PriceRow | None:
+        fields = _fields(PriceFields, line, row, problems)
+        ref = _package(line, row.get("package", ""), catalogue, seen, problems)
+        if fields is None or ref is None:
+            return None
+        return PriceRow(line, ref.id, fields.price, fields.currency)
+
+    return _check(path, PRICE_COLUMNS, PRICE_COLUMNS, delimiter, check)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,28 +35,37 @@ _CHUNK = 500
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """What an operator-data import did."""
+    """What an operator-data import did; ``ignored`` names the file's columns not read."""
 
     rows: int
     added: int
     updated: int
     unchanged: int
+    ignored: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "rows": self.rows,
             "added": self.added,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "ignored_columns": list(self.ignored),
         }
+
+
+def _free(price: str | None, commercial: bool) -> bool:
+    """As details show it: a price of zero, or no price and no ``cydia::commercial`` tag."""
+    return Decimal(price) == 0 if price is not None else not commercial
 
 
 def _catalogue(db: Connection) -> data.Catalogue:
     p, s = t.packages, t.sources
     return data.Catalogue(
         packages={
-            row.package: (row.id, row.source_id)
-            for row in db.execute(select(p.c.package, p.c.id, p.c.source_id))
+            row.package: data.PackageRef(row.id, row.source_id, _free(row.price, row.commercial))
+            for row in db.execute(
+                select(p.c.package, p.c.id, p.c.source_id, p.c.price, p.c.commercial)
+            )
         },
         sources={row.name: row.id for row in db.execute(select(s.c.name, s.c.id))},
     )
@@ -67,11 +78,12 @@ def _in_chunks(keys: list[Any], fetch: Callable[[list[Any]], Any]) -> list[Any]:
     return found
 
 
-def import_purchases(engine: Engine, path: Path) -> Written:
+def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
     """Validate every purchase of ``path``, then add the new ones and update the changed ones."""
     p = t.purchases
     with engine.begin() as db:
-        rows = data.purchases(path, _catalogue(db))
+        checked = data.purchases(path, _catalogue(db), delimiter=delimiter)
+        rows = checked.rows
         stored = {
             row.txn_id: tuple(row)[1:]
             for row in _in_chunks(
@@ -94,19 +106,21 @@ def import_purchases(engine: Engine, path: Path) -> Written:
         names = (*_PURCHASE_FIELDS, "txn_id")
         executemany(db, insert(p).values({n: bindparam(f"p_{n}") for n in names}), names, added)
         update_rows(db, p, "txn_id", _PURCHASE_FIELDS, changed)
-    return Written(len(rows), len(added), len(changed), len(rows) - len(added) - len(changed))
+    unchanged = len(rows) - len(added) - len(changed)
+    return Written(len(rows), len(added), len(changed), unchanged, checked.ignored)
 
 
 def _set_columns(
     engine: Engine,
     path: Path,
-    validate: Callable[[Path, data.Catalogue], list[Any]],
+    validate: Callable[[Path, data.Catalogue], data.Checked[Any]],
     columns: tuple[str, ...],
 ) -> Written:
     """Set ``columns`` of each package the file names to the row's values."""
     p = t.packages
     with engine.begin() as db:
-        rows = validate(path, _catalogue(db))
+        checked = validate(path, _catalogue(db))
+        rows = checked.rows
         current = {
             row.id: tuple(row)[1:]
             for row in _in_chunks(
@@ -122,16 +136,17 @@ def _set_columns(
             if current[row.package_id] != (values := tuple(getattr(row, c) for c in columns))
         ]
         update_rows(db, p, "id", columns, changed)
-    return Written(len(rows), 0, len(changed), len(rows) - len(changed))
+    return Written(len(rows), 0, len(changed), len(rows) - len(changed), checked.ignored)
 
 
-def import_stats(engine: Engine, path: Path) -> Written:
+def import_stats(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
     """Set the download and vote counts of each package the file names."""
-    return _set_columns(
-        engine, path, data.stats, ("total_download", "total_votes", "total_value_votes")
-    )
+    columns = ("total_download", "total_votes", "total_value_votes")
+    return _set_columns(engine, path, partial(data.stats, delimiter=delimiter), columns)
 
 
-def import_prices(engine: Engine, path: Path) -> Written:
+def import_prices(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
     """Set the price and currency of each package the file names."""
-    return _set_columns(engine, path, data.prices, ("price", "currency"))
+    return _set_columns(
+        engine, path, partial(data.prices, delimiter=delimiter), ("price", "currency")
+    )

@@ -1,0 +1,236 @@
+"""Reading the operator's CSV and JSON Lines files into rows of text, line by line.
+
+What is read, and what is not:
+
+- the format follows the suffix: ``.csv``, or ``.jsonl``/``.ndjson``; the text is UTF-8
+  (a byte-order mark is allowed);
+- a CSV file's delimiter is the one given, or else the one of ``, ; TAB |`` that splits
+  the header into the most known column names (a comma on a tie or when none does);
+  ``csv.Sniffer`` is not used, because it guesses from character counts and misreads a
+  header of a few words, where the column names we expect settle it;
+- a column (or JSON key) that pkgcat does not read is ignored, and named in
+  :attr:`Table.ignored` so the caller can say so; a column named twice, a required
+  column missing and a row that cannot be read are :class:`Problem`\\ s.
+
+Values are returned stripped; an empty value is left out of the row, so a blank
+cell and a missing one read the same.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pkgcat.ingest.errors import OperatorDataError
+
+DELIMITERS = (",", ";", "\t", "|")
+"""The delimiters detected, in order of preference on a tie."""
+SUFFIXES = (".csv", ".jsonl", ".ndjson")
+
+Row = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a file, at a line; ``column`` is None for the row as a whole."""
+
+    line: int
+    column: str | None
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"column {self.column!r}" if self.column is not None else "row"
+        hint = f"; hint: {self.hint}" if self.hint else ""
+        return f"line {self.line}: {where}: {self.message}{hint}"
+
+
+def refuse(path: Path, problems: list[Problem]) -> OperatorDataError:
+    """The error listing ``problems`` by line (a line's problems in the order found)."""
+    ordered = sorted(problems, key=lambda problem: problem.line)
+    return OperatorDataError(str(path), [str(problem) for problem in ordered])
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """The rows of a file, each with its line number, and the columns that were not read."""
+
+    rows: list[tuple[int, Row]]
+    ignored: tuple[str, ...]
+
+
+def delimiter_name(delimiter: str) -> str:
+    return "TAB" if delimiter == "\t" else repr(delimiter)
+
+
+def _text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        problem = Problem(
+            line,
+            None,
+            f"not valid UTF-8 (byte 0x{data[error.start]:02x})",
+            "save the file as UTF-8 (in a spreadsheet: CSV UTF-8)",
+        )
+        raise refuse(path, [problem]) from None
+
+
+def _header(text: str, delimiter: str) -> list[str]:
+    try:
+        return [
+            name.strip().lower()
+            for name in next(csv.reader(io.StringIO(text), delimiter=delimiter))
+        ]
+    except (StopIteration, csv.Error):
+        return []
+
+
+def detect_delimiter(text: str, columns: tuple[str, ...]) -> str:
+    """The delimiter that splits the header into the most names of ``columns``."""
+    known = [sum(name in columns for name in _header(text, d)) for d in DELIMITERS]
+    return DELIMITERS[known.index(max(known))]
+
+
+def _csv_rows(
+    text: str,
+    columns: tuple[str, ...],
+    required: tuple[str, ...],
+    delimiter: str,
+    problems: list[Problem],
+) -> tuple[Iterator[tuple[int, Row]], tuple[str, ...]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = [name.strip().lower() for name in next(reader)]
+    except StopIteration:
+        problems.append(Problem(1, None, "the file is empty", "the first line names the columns"))
+        return iter(()), ()
+    except csv.Error as error:
+        problems.append(Problem(1, None, f"not CSV ({error})"))
+        return iter(()), ()
+    ignored = tuple(dict.fromkeys(name for name in header if name not in columns))
+    for name in dict.fromkeys(name for name in header if name and header.count(name) > 1):
+        problems.append(Problem(1, name, "named twice in the header", "keep one of them"))
+    for name in required:
+        if name not in header:
+            hint = f"the columns are {', '.join(columns)}"
+            if ignored:
+                hint += f"; this header has {', '.join(map(repr, ignored))} instead"
+            if len(header) == 1:
+                hint += f"; the header was split at {delimiter_name(delimiter)}: name the file's delimiter with --delimiter"
+            problems.append(Problem(1, name, "missing from the header", hint))
+    if problems:
+        return iter(()), ignored
+
+    def rows() -> Iterator[tuple[int, Row]]:
+        while True:
+            line = reader.line_num + 1
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                problems.append(Problem(line, None, f"not CSV ({error})"))
+                return
+            if not values or values == [""]:
+                continue
+            if len(values) != len(header):
+                problems.append(
+                    Problem(
+                        line,
+                        None,
+                        f"{len(values)} values, the header names {len(header)} columns",
+                        f"a value that holds {delimiter_name(delimiter)} must be in double quotes",
+                    )
+                )
+                continue
+            row = {}
+            for name, value in zip(header, values, strict=True):
+                if name in columns and (value := value.strip()):
+                    row[name] = value
+            yield line, row
+
+    return rows(), ignored
+
+
+def _json_value(value: Any) -> str | None:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+def _jsonl_rows(
+    text: str, columns: tuple[str, ...], problems: list[Problem], ignored: dict[str, None]
+) -> Iterator[tuple[int, Row]]:
+    for line, content in enumerate(text.splitlines(), start=1):
+        if not content.strip():
+            continue
+        try:
+            document = orjson.loads(content)
+        except orjson.JSONDecodeError as error:
+            problems.append(Problem(line, None, f"not JSON ({error})", "one JSON object per line"))
+            continue
+        if not isinstance(document, dict):
+            problems.append(Problem(line, None, "not a JSON object", "one JSON object per line"))
+            continue
+        row: Row = {}
+        for key, value in document.items():
+            if key not in columns:
+                ignored.setdefault(key)
+                continue
+            text_value = _json_value(value)
+            if text_value is None:
+                problems.append(
+                    Problem(
+                        line,
+                        key,
+                        f"{orjson.dumps(value).decode()[:40]} is not a string or a number",
+                    )
+                )
+            elif text_value:
+                row[key] = text_value
+        yield line, row
+
+
+def read_table(
+    path: Path,
+    columns: tuple[str, ...],
+    required: tuple[str, ...],
+    problems: list[Problem],
+    *,
+    delimiter: str | None = None,
+) -> Table:
+    """The rows of a CSV or JSON Lines file with their line numbers; problems are appended.
+
+    A CSV header must name every ``required`` column; a JSON Lines row that
+    lacks one is reported by the row's checks, line by line. ``delimiter``
+    (CSV only) overrides the detected one.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        problem = Problem(
+            1, None, f"a {suffix or 'file without suffix'} file", "name it .csv or .jsonl"
+        )
+        raise refuse(path, [problem])
+    text = _text(path)
+    if suffix != ".csv":
+        ignored: dict[str, None] = {}
+        rows = list(_jsonl_rows(text, columns, problems, ignored))
+        return Table(rows, tuple(ignored))
+    chosen = delimiter if delimiter is not None else detect_delimiter(text, columns)
+    found, ignored_columns = _csv_rows(text, columns, required, chosen, problems)
+    return Table(list(found), ignored_columns)
