@@ -53,7 +53,7 @@ class PostgresDatabases:
 
     def _execute(self, statement: str) -> None:
         with psycopg.connect(_admin_conninfo(self.url), autocommit=True) as connection:
-            connection.execute(statement)  # type: ignore[arg-type]  # names made here, not input
+            connection.execute(statement)  # names made here, not input
 
     @contextmanager
     def database(self, *, migrated: bool = True) -> Iterator[str]:

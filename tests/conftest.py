@@ -83,7 +83,9 @@ class Api:
             query["secret_key"] = key
         if self.pushed:
             self.settle()
-        return self.http.get(path, params=query)  # checked by the client's response hook
+        # Starlette types its client against httpx2; the one installed answers httpx's Response.
+        response: httpx.Response = self.http.get(path, params=query)  # checked by the hook
+        return response
 
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until the app has heard of every change committed so far (``/readyz`` says).

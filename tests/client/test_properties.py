@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pkgcat import shapes
-from pkgcat.client import Client, Relation
+from pkgcat.client import Client, Operator, Relation
 from pkgcat.domain import SHAPES, BuyersPage, Package, Purchase, Shape, Source, UsageDay
 from tests.client.conftest import BASE, KEY, answer
 
@@ -60,14 +60,16 @@ hex_digits = "0123456789abcdef"
 names = st.builds(str.__add__, chars(LOWER, 1, 1), chars(LOWER + "+.-", 0, 15))
 versions = st.builds(str.__add__, chars("0123456789", 1, 1), chars(LOWER + "ABZ.+~:-", 0, 10))
 spaces = st.sampled_from(["", " ", "  "])
+OPERATORS: tuple[Operator, ...] = ("<<", "<=", "=", ">=", ">>")
 
 
 @st.composite
 def relation(draw: st.DrawFn) -> tuple[str, Relation]:
     name = draw(names)
-    text, operator, version = name, None, None
+    text, version = name, None
+    operator: Operator | None = None
     if draw(st.booleans()):
-        operator = draw(st.sampled_from(["<<", "<=", "=", ">=", ">>"]))
+        operator = draw(st.sampled_from(OPERATORS))
         version = draw(versions)
         text += f"{draw(spaces)}({draw(spaces)}{operator}{draw(spaces)}{version}{draw(spaces)})"
     architectures = tuple(

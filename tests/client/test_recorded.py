@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -181,7 +182,7 @@ def test_an_unreadable_field_is_a_protocol_error_naming_it(
     body = recorded(name)
     change(body["response"])
     client = client_for(body)
-    call = {
+    call: Callable[[], object] = {
         "usage": lambda: client.usage(3),
         "details": lambda: client.package("x"),
         "buyers": lambda: client.buyers("x"),

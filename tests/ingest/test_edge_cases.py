@@ -31,7 +31,7 @@ from pkgcat.ingest.load import Loader
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.migrate import upgrade
-from pkgcat.storage.writes import imports
+from pkgcat.storage.writes import bulk, imports
 from tests.ingest.conftest import Importer, count, package_row, records, stanza, write_repo
 
 URL = "https://repo.example/"
@@ -201,7 +201,8 @@ def test_stanzas_without_a_usable_record_are_skipped_with_the_reason(
     fields: dict[str, str | None],
     reason: str,
 ) -> None:
-    write_repo(tmp_path, [stanza("com.example.ok"), stanza("com.example.bad", **fields)])
+    bad = stanza("com.example.bad", "1.0", "iphoneos-arm", **fields)
+    write_repo(tmp_path, [stanza("com.example.ok"), bad])
     summary = load(tmp_path, url=URL)
     assert [s["reason"] for s in summary.as_dict()["skipped"]] == [reason]
     assert [r.package for r in records(admin)] == ["com.example.ok"]
@@ -239,7 +240,7 @@ def _consistent(engine: Engine) -> None:
 
 def _failing_at(write: int) -> Callable[..., None]:
     """The import's statement runner, failing at its ``write``-th call as if the process died."""
-    real = imports.run
+    real = bulk.run  # the statement runner imports.py calls, patched there by name
     calls = 0
 
     def failing(*args: Any) -> None:
@@ -289,7 +290,7 @@ def test_writes_cut_short_anywhere_leave_a_consistent_catalogue_the_next_import_
     monkeypatch.setattr(imports, "CHUNK_ROWS", 4)
     monkeypatch.setattr(imports, "TRANSACTION_SECONDS", 0)
     monkeypatch.setattr(imports, "PAUSE_SECONDS", 0)
-    real = imports.run
+    real = bulk.run  # the statement runner imports.py calls, patched there by name
     for write in itertools.count(1):
         handle = copy(f"cut-{write}.db")
         monkeypatch.setattr(imports, "run", _failing_at(write))
