@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
+from pkgcat.cli._tables import Column, print_rows, when
+from pkgcat.cli.sources import CASCADE_HELP, say_deleted
 from pkgcat.config import check_timezone
 from pkgcat.domain import Shape
 from pkgcat.storage.admin import IssuedKey
@@ -33,8 +35,11 @@ def show_key(issued: IssuedKey, as_json: bool) -> None:
         f"(shape {record['shape']}, time zone {record['timezone']})",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
-    stdout.print(f"secret key (shown once, store it now): [bold]{issued.secret_key}[/]")
+    stdout.print(
+        f"secret key (shown once, store it now): [bold]{issued.secret_key}[/]", soft_wrap=True
+    )
 
 
 @app.command("create")
@@ -63,3 +68,57 @@ def create(
     with admin() as handle:
         issued = handle.create_application(source, name, shape=chosen, timezone=timezone)
     show_key(issued, as_json)
+
+
+@app.command("list")
+def list_applications(
+    source: Annotated[
+        str | None, typer.Option("--source", help="Only the applications of this source.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the applications with their effective shape and time zone and their keys."""
+    with admin() as handle:
+        found = handle.list_applications(source)
+    settings = load_settings()
+    records = [
+        {
+            "id": a.id,
+            "source": a.source,
+            "name": a.name,
+            "shape": a.shape or settings.shape,
+            "timezone": a.timezone or settings.timezone,
+            "live_keys": a.live_keys,
+            "keys": a.keys,
+            "created_at": when(a.created_at),
+        }
+        for a in found
+    ]
+    if as_json:
+        print_json(records)
+        return
+    print_rows(
+        [
+            Column("id", kind="number"),
+            Column("source", kind="identifier"),
+            Column("name", kind="identifier"),
+            Column("shape"),
+            Column("timezone", "time zone", "identifier"),
+            Column("live_keys", "live keys", kind="number"),
+            Column("keys", kind="number"),
+            Column("created_at", "created (UTC)", "time"),
+        ],
+        [list(r.values()) for r in records],
+    )
+
+
+@app.command("delete")
+def delete(
+    source: Annotated[str, typer.Option("--source", help="Source of the application.")],
+    application: Annotated[str, typer.Option("--app", help="Name of the application.")],
+    cascade: Annotated[bool, typer.Option("--cascade", help=CASCADE_HELP)] = False,
+) -> None:
+    """Delete an application; refused while it has keys or usage history."""
+    with admin() as handle:
+        gone = handle.delete_application(source, application, cascade=cascade)
+    say_deleted(f"application {application!r} of {source!r}", gone)

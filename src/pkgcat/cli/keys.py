@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from pkgcat.cli._common import admin, print_json, stdout
+from pkgcat.cli._tables import Column, print_rows, when
 from pkgcat.cli.apps import show_key
 
 app = typer.Typer(help="Secret keys.", no_args_is_help=True)
 
+PREFIX_HELP = "The key's display prefix, e.g. pkc_AbCd1234."
 
-def _when(seconds: int | None) -> str:
-    return "" if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat()
+
+def _say(line: str) -> None:
+    stdout.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("create")
@@ -38,43 +38,55 @@ def list_keys(
     """List keys by their display prefix (the keys themselves are not stored)."""
     with admin() as handle:
         rows = handle.list_keys()
+    records = [
+        {
+            "prefix": r.prefix,
+            "source": r.source,
+            "application": r.application,
+            "created_at": when(r.created_at),
+            "last_used_at": when(r.last_used_at) or None,
+            "revoked_at": when(r.revoked_at) or None,
+        }
+        for r in rows
+    ]
     if as_json:
-        print_json(
-            [
-                {
-                    "prefix": r.prefix,
-                    "source": r.source,
-                    "application": r.application,
-                    "created_at": _when(r.created_at),
-                    "last_used_at": _when(r.last_used_at) or None,
-                    "revoked_at": _when(r.revoked_at) or None,
-                }
-                for r in rows
-            ]
-        )
+        print_json(records)
         return
-    table = Table("prefix", "source", "application", "created", "last used", "revoked")
-    for r in rows:
-        table.add_row(
-            r.prefix,
-            escape(r.source),
-            escape(r.application),
-            _when(r.created_at),
-            _when(r.last_used_at),
-            _when(r.revoked_at),
-        )
-    stdout.print(table)
+    print_rows(
+        [
+            Column("prefix", kind="identifier"),
+            Column("source", kind="identifier"),
+            Column("application", kind="identifier"),
+            Column("created_at", "created (UTC)", "time"),
+            Column("last_used_at", "last used (UTC)", "time"),
+            Column("revoked_at", "revoked (UTC)", "time"),
+        ],
+        [list(r.values()) for r in records],
+    )
 
 
 @app.command("revoke")
-def revoke(
-    prefix: Annotated[str, typer.Argument(help="The key's display prefix, e.g. pkc_AbCd1234.")],
-) -> None:
-    """Revoke a key: requests with it get code 5 from then on."""
+def revoke(prefix: Annotated[str, typer.Argument(help=PREFIX_HELP)]) -> None:
+    """Revoke a key: requests with it get code 5 from then on.
+
+    Revoking a key that is revoked already changes nothing, says so, and exits 0.
+    """
     with admin() as handle:
-        info = handle.revoke_key(prefix)
-    stdout.print(
-        f"revoked {info.prefix} of {info.application!r} ({info.source})",
-        markup=False,
-        highlight=False,
+        done = handle.revoke_key(prefix)
+    key = done.key
+    of = f"{key.prefix} of {key.application!r} ({key.source})"
+    if done.already:
+        _say(f"{of} was already revoked at {when(key.revoked_at)}; nothing changed")
+    else:
+        _say(f"revoked {of}")
+
+
+@app.command("delete")
+def delete(prefix: Annotated[str, typer.Argument(help=PREFIX_HELP)]) -> None:
+    """Delete a revoked key from the list, with its times; a live key must be revoked first."""
+    with admin() as handle:
+        key = handle.delete_key(prefix)
+    _say(
+        f"deleted {key.prefix} of {key.application!r} ({key.source}), revoked at "
+        f"{when(key.revoked_at)}"
     )

@@ -6,9 +6,13 @@ from typing import Annotated
 
 import typer
 
-from pkgcat.cli._common import admin, stdout
+from pkgcat.cli._common import admin, print_json, stdout
+from pkgcat.cli._tables import Column, print_rows, when
+from pkgcat.storage.admin import Dependants
 
 app = typer.Typer(help="Sources (repository owners).", no_args_is_help=True)
+
+CASCADE_HELP = "Delete everything that depends on it too, in the same transaction."
 
 
 @app.command("add")
@@ -20,4 +24,66 @@ def add(
     """Add a source."""
     with admin() as handle:
         source = handle.add_source(name, url=url, origin=origin)
-    stdout.print(f"source {source.name!r} added (id {source.id})", markup=False, highlight=False)
+    stdout.print(
+        f"source {source.name!r} added (id {source.id})",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command("list")
+def list_sources(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the sources with how many packages, applications and purchases each has."""
+    with admin() as handle:
+        found = handle.list_sources()
+    records = [
+        {
+            "id": s.id,
+            "name": s.name,
+            "label": s.label,
+            "url": s.url,
+            "origin": s.origin,
+            "packages": s.packages,
+            "applications": s.applications,
+            "purchases": s.purchases,
+            "created_at": when(s.created_at),
+        }
+        for s in found
+    ]
+    if as_json:
+        print_json(records)
+        return
+    print_rows(
+        [
+            Column("id", kind="number"),
+            Column("name", kind="identifier"),
+            Column("label"),
+            Column("url"),
+            Column("origin"),
+            Column("packages", kind="number"),
+            Column("applications", "apps", kind="number"),
+            Column("purchases", kind="number"),
+            Column("created_at", "created (UTC)", "time"),
+        ],
+        [list(r.values()) for r in records],
+    )
+
+
+def say_deleted(what: str, gone: Dependants) -> None:
+    """One line: what was deleted, and what went with it."""
+    tail = f", with {gone.describe()}" if gone else ""
+    stdout.print(f"deleted {what}{tail}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("delete")
+def delete(
+    name: Annotated[str, typer.Argument(help="Name of the source.")],
+    cascade: Annotated[bool, typer.Option("--cascade", help=CASCADE_HELP)] = False,
+) -> None:
+    """Delete a source; refused while it has packages, applications or purchases."""
+    with admin() as handle:
+        gone = handle.delete_source(name, cascade=cascade)
+    say_deleted(f"source {name!r}", gone)

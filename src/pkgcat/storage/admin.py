@@ -30,9 +30,10 @@ from pkgcat import keys
 from pkgcat.domain import Application, Shape, Source
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import engine_for
-from pkgcat.storage.writes import sources
+from pkgcat.storage.writes import removal, sources
 
-# Re-exported: the rule of a source lives with the other writes; callers import them from here.
+# Re-exported: the rules live with the other writes; callers import them from here.
+from pkgcat.storage.writes.removal import Dependants as Dependants
 from pkgcat.storage.writes.sources import AdminError as AdminError
 from pkgcat.storage.writes.sources import check_address as check_address
 
@@ -55,6 +56,41 @@ class KeyInfo:
     created_at: int
     last_used_at: int | None
     revoked_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    """The key a revoke found, and whether it had been revoked before (then nothing changed)."""
+
+    key: KeyInfo
+    already: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    id: int
+    name: str
+    label: str
+    url: str
+    origin: str
+    created_at: int
+    packages: int
+    applications: int
+    purchases: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApplicationInfo:
+    id: int
+    source: str
+    name: str
+    shape: Shape | None
+    """``None``: follows the deployment's ``PKGCAT_SHAPE``."""
+    timezone: str | None
+    """``None``: follows the deployment's ``PKGCAT_TIMEZONE``."""
+    created_at: int
+    keys: int
+    live_keys: int
 
 
 def _now() -> int:
@@ -87,6 +123,11 @@ def _advance_sequence(db: Connection, table: Table) -> None:
         )
 
 
+def _ambiguous(prefix: str, rows: list[Any], kind: str = "") -> AdminError:
+    found = ", ".join(sorted(r.prefix for r in rows))
+    return AdminError(f"{prefix!r} matches {len(rows)} {kind}keys ({found}); give more of it")
+
+
 class CatalogueAdmin:
     """The operator's side of the catalogue."""
 
@@ -101,6 +142,28 @@ class CatalogueAdmin:
     def add_source(self, name: str, url: str, origin: str = "") -> Source:
         with self.engine.begin() as db:
             return sources.add_source(db, name, url, origin=origin, now=_now())
+
+    def list_sources(self) -> list[SourceInfo]:
+        """Every source with how many packages, applications and purchases it has, by name."""
+        s = t.sources
+
+        def count(column: Any) -> Any:
+            return select(func.count()).where(column == s.c.id).scalar_subquery()
+
+        query = select(
+            s.c.id, s.c.name, s.c.label, s.c.url, s.c.origin, s.c.created_at,
+            count(t.packages.c.source_id).label("packages"),
+            count(t.applications.c.source_id).label("applications"),
+            count(t.purchases.c.source_id).label("purchases"),
+        ).order_by(s.c.name)  # fmt: skip
+        with self.engine.connect() as db:
+            return [SourceInfo(**row._mapping) for row in db.execute(query)]
+
+    def delete_source(self, name: str, *, cascade: bool = False) -> Dependants:
+        """Delete a source; with ``cascade``, with everything of it. Returns what went with it."""
+        with self.engine.begin() as db:
+            src = self._source_named(db, name)
+            return removal.delete_source(db, src.id, src.name, cascade=cascade)
 
     def _source_named(self, db: Connection, name: str) -> Source:
         row = db.execute(select(t.sources).where(t.sources.c.name == name)).first()
@@ -144,14 +207,45 @@ class CatalogueAdmin:
         """Another key for an existing application (keys can be rotated without downtime)."""
         with self.engine.begin() as db:
             src = self._source_named(db, source)
-            row = db.execute(
-                select(t.applications).where(
-                    t.applications.c.source_id == src.id, t.applications.c.name == application
-                )
-            ).first()
-            if row is None:
-                raise AdminError(f"source {source!r} has no application named {application!r}")
-            return self._issue(db, _application(row), src)
+            return self._issue(db, self._application_named(db, src, application), src)
+
+    def _application_named(self, db: Connection, src: Source, name: str) -> Application:
+        row = db.execute(
+            select(t.applications).where(
+                t.applications.c.source_id == src.id, t.applications.c.name == name
+            )
+        ).first()
+        if row is None:
+            raise AdminError(f"source {src.name!r} has no application named {name!r}")
+        return _application(row)
+
+    def list_applications(self, source: str | None = None) -> list[ApplicationInfo]:
+        """Every application (of ``source`` only, when given), by source and name."""
+        a, k = t.applications, t.secret_keys
+        keys_of = select(func.count()).where(k.c.application_id == a.c.id)
+        query = (
+            select(
+                a.c.id, t.sources.c.name.label("source"), a.c.name, a.c.shape, a.c.timezone,
+                a.c.created_at,
+                keys_of.scalar_subquery().label("keys"),
+                keys_of.where(k.c.revoked_at.is_(None)).scalar_subquery().label("live_keys"),
+            )
+            .join(t.sources, t.sources.c.id == a.c.source_id)
+            .order_by(t.sources.c.name, a.c.name)
+        )  # fmt: skip
+        with self.engine.connect() as db:
+            if source is not None:
+                query = query.where(a.c.source_id == self._source_named(db, source).id)
+            return [ApplicationInfo(**row._mapping) for row in db.execute(query)]
+
+    def delete_application(self, source: str, name: str, *, cascade: bool = False) -> Dependants:
+        """Delete an application; with ``cascade``, with its keys and usage. Returns what went."""
+        with self.engine.begin() as db:
+            src = self._source_named(db, source)
+            app = self._application_named(db, src, name)
+            return removal.delete_application(
+                db, app.id, f"application {name!r} of {src.name!r}", cascade=cascade
+            )
 
     def _issue(self, db: Connection, app: Application, src: Source) -> IssuedKey:
         secret = keys.new_key()
@@ -166,34 +260,63 @@ class CatalogueAdmin:
         )
         return IssuedKey(secret_key=secret, prefix=prefix, application=app, source=src)
 
-    def revoke_key(self, prefix: str) -> KeyInfo:
-        """Revoke the one live key whose display prefix starts with ``prefix``."""
+    def revoke_key(self, prefix: str) -> Revocation:
+        """Revoke the one live key whose display prefix starts with ``prefix``.
+
+        When no live key matches but exactly one revoked key does, nothing
+        changes and the revocation says it was ``already`` done: revoking is
+        idempotent, so a script may run it twice.
+        """
+        with self.engine.begin() as db:
+            rows = self._keys_starting(db, prefix)
+            live = [r for r in rows if r.revoked_at is None]
+            if len(live) > 1:
+                raise _ambiguous(prefix, live)
+            if live:
+                db.execute(
+                    update(t.secret_keys)
+                    .where(t.secret_keys.c.id == live[0].id)
+                    .values(revoked_at=_now())
+                )
+                return Revocation(self._key_infos(db, t.secret_keys.c.id == live[0].id)[0], False)
+            if not rows:
+                raise AdminError(f"no live key starts with {prefix!r}")
+            if len(rows) > 1:
+                raise _ambiguous(prefix, rows, "revoked ")
+            return Revocation(self._key_infos(db, t.secret_keys.c.id == rows[0].id)[0], True)
+
+    def delete_key(self, prefix: str) -> KeyInfo:
+        """Delete a revoked key's row, its record of use with it; a live key is refused."""
+        with self.engine.begin() as db:
+            rows = self._keys_starting(db, prefix)
+            if not rows:
+                raise AdminError(f"no key starts with {prefix!r}")
+            if len(rows) > 1:
+                raise _ambiguous(prefix, rows)
+            info = self._key_infos(db, t.secret_keys.c.id == rows[0].id)[0]
+            if info.revoked_at is None:
+                raise AdminError(
+                    f"{info.prefix} of {info.application!r} ({info.source}) is live; "
+                    f"revoke it first with 'pkgcat key revoke {info.prefix}'"
+                )
+            db.execute(delete(t.secret_keys).where(t.secret_keys.c.id == rows[0].id))
+            return info
+
+    def _keys_starting(self, db: Connection, prefix: str) -> list[Any]:
+        """The keys (id, prefix, revoked_at) whose display prefix starts with ``prefix``, locked."""
         if len(prefix) < len(keys.KEY_PREFIX) + 4:
             raise AdminError(
                 f"give at least {len(keys.KEY_PREFIX) + 4} characters of the key prefix "
                 "(as 'pkgcat key list' shows it)"
             )
         wanted = prefix[: keys.DISPLAY_PREFIX_LENGTH]
-        with self.engine.begin() as db:
-            rows = db.execute(
-                select(t.secret_keys.c.id, t.secret_keys.c.prefix).where(
-                    # Exact and case-sensitive: LIKE (startswith) would fold case in
-                    # SQLite and read '_' as a wildcard, and could revoke another key.
-                    func.substr(t.secret_keys.c.prefix, 1, len(wanted)) == wanted,
-                    t.secret_keys.c.revoked_at.is_(None),
-                )
-            ).all()
-            if not rows:
-                raise AdminError(f"no live key starts with {prefix!r}")
-            if len(rows) > 1:
-                found = ", ".join(sorted(r.prefix for r in rows))
-                raise AdminError(f"{prefix!r} matches {len(rows)} keys ({found}); give more of it")
-            db.execute(
-                update(t.secret_keys)
-                .where(t.secret_keys.c.id == rows[0].id)
-                .values(revoked_at=_now())
-            )
-            return self._key_infos(db, t.secret_keys.c.id == rows[0].id)[0]
+        k = t.secret_keys
+        query = select(k.c.id, k.c.prefix, k.c.revoked_at).where(
+            # Exact and case-sensitive: LIKE (startswith) would fold case in
+            # SQLite and read '_' as a wildcard, and could reach another key.
+            func.substr(k.c.prefix, 1, len(wanted)) == wanted
+        )
+        return list(db.execute(query.with_for_update()).all())
 
     def list_keys(self) -> list[KeyInfo]:
         with self.engine.connect() as db:

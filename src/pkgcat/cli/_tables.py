@@ -1,0 +1,112 @@
+"""Listings: a table on a terminal, plain tab-separated lines anywhere else; never cut.
+
+On a terminal (as rich sees it: a TTY, or ``TTY_COMPATIBLE=1`` / ``FORCE_COLOR``)
+rows are drawn as a table. Identifiers (names, key prefixes, ids) and numbers
+are never wrapped nor shortened: when the terminal is too narrow for them, the
+table is drawn wider than the terminal rather than cut. Other columns may
+wrap, and a long word in them folds onto the next line, but nothing is ever
+replaced by an ellipsis (rich's default when a table does not fit).
+
+Anywhere else (a pipe, a file, ``TTY_COMPATIBLE=0``) the output is plain and
+complete: a header line of the columns' field names, then one line per row,
+fields separated by tabs. A tab, newline, carriage return or backslash inside
+a value is written as ``\\t``, ``\\n``, ``\\r`` or ``\\\\`` so that every row stays
+one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import typer
+from rich.cells import cell_len
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_UNBOUNDED = 1_000_000
+"""A width no table reaches: measuring at it gives the table's natural widths."""
+
+
+Kind = Literal["text", "identifier", "number", "time"]
+"""How a column is drawn in a table (plain output writes every value as it is).
+
+- ``text`` wraps at spaces, and a word too long for the column folds onto the next line;
+- ``identifier`` (a name, a key prefix) is never wrapped nor shortened: it must be copied whole;
+- ``number`` is right-aligned and never wrapped;
+- ``time`` (ISO 8601 in UTC, as :func:`when` writes it) shows as ``YYYY-MM-DD HH:MM:SS``,
+  which wraps between the date and the time when space is short.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: ``field`` heads the plain output (as in ``--json``), ``title`` the table."""
+
+    field: str
+    title: str = ""
+    kind: Kind = "text"
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.field
+
+    def shown(self, value: str) -> str:
+        if self.kind == "time":
+            return value.replace("T", " ").removesuffix("+00:00")
+        return value
+
+
+def when(seconds: int | None) -> str:
+    """A stored time (unix seconds) as ISO 8601 in UTC; empty for none."""
+    return "" if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def plain_line(values: Iterable[str]) -> str:
+    """One tab-separated line, the separators escaped inside the values."""
+    return "\t".join(v.translate(_ESCAPES) for v in values)
+
+
+def print_rows(
+    columns: Sequence[Column],
+    rows: Iterable[Sequence[object]],
+    *,
+    console: Console | None = None,
+) -> None:
+    """Print ``rows`` (one value per column; ``None`` prints empty) as a table or plain lines."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    out = console or Console()
+    if not out.is_terminal:
+        typer.echo(plain_line(c.field for c in columns))
+        for row in cells:
+            typer.echo(plain_line(row))
+        return
+    # No rules: a row copied from the terminal holds the values and spaces only.
+    table = Table(box=None, pad_edge=False)
+    shown = [[c.shown(v) for c, v in zip(columns, row, strict=True)] for row in cells]
+    for index, column in enumerate(columns):
+        whole = column.kind in ("identifier", "number")
+        # Rich narrows wrapping columns below their longest word when short of space:
+        # a time keeps at least its date (or its time) on one line.
+        parts = [p for row in shown for p in (row[index].split() if column.kind == "time" else [])]
+        values = [row[index] for row in shown] + [column.heading] if whole else parts
+        table.add_column(
+            column.heading,
+            justify="right" if column.kind == "number" else "left",
+            no_wrap=whole,
+            overflow="fold",
+            min_width=max(map(cell_len, values), default=0) or None,
+        )
+    for row in shown:
+        table.add_row(*map(Text, row))
+    # Rich shares out a width too small for the no-wrap columns by shortening them all;
+    # give it at least what the table needs instead, and let the terminal wrap the lines.
+    needed = Measurement.get(out, out.options.update_width(_UNBOUNDED), table).minimum
+    if needed > out.width:
+        out.width = needed
+    out.print(table, crop=False)

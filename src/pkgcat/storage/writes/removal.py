@@ -1,0 +1,158 @@
+"""Deleting sources and applications: refused while anything depends on them, unless cascading.
+
+What depends on what (:mod:`pkgcat.storage.schema`)::
+
+    source ── applications ── secret keys
+           │               └─ usage days
+           ├─ packages ──────── purchases of them
+           ├─ purchases of the source itself
+           └─ imported package records
+
+A delete that would leave any of these behind is refused with an
+:class:`AdminError` naming each kind and how many. Cascading deletes them
+in the caller's transaction, children first, so every foreign key holds at
+each step and a failure leaves everything as it was.
+
+Running servers hear of it through the catalogue generation: the triggers of
+migration 0003 move it on any delete from sources, applications, packages,
+purchases or secret keys, and an application's usage days never go without
+the application itself.
+
+The row being deleted is locked first (``FOR UPDATE`` on PostgreSQL): a
+concurrent insert of a dependant waits for the delete and then fails its
+foreign key, instead of slipping in between the count and the delete.
+SQLite has one writer at a time, so the same holds there.
+
+The functions run inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Delete, Select, Table, delete, func, or_, select
+from sqlalchemy.engine import Connection
+
+from pkgcat.storage import schema as t
+from pkgcat.storage.writes.sources import AdminError
+
+_NOUNS = {
+    "applications": ("application", "applications"),
+    "keys": ("secret key", "secret keys"),
+    "usage_days": ("day of usage", "days of usage"),
+    "packages": ("package", "packages"),
+    "purchases": ("purchase", "purchases"),
+    "package_records": ("imported package record", "imported package records"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Dependants:
+    """How many rows of each kind depend on a source or an application (zeros included)."""
+
+    counts: dict[str, int]
+
+    def __bool__(self) -> bool:
+        return any(self.counts.values())
+
+    def describe(self) -> str:
+        """``"2 applications, 3 secret keys and 1 package"``: the kinds that have rows."""
+        parts = [
+            f"{n} {_NOUNS[kind][0] if n == 1 else _NOUNS[kind][1]}"
+            for kind, n in self.counts.items()
+            if n
+        ]
+        if len(parts) < 2:
+            return "".join(parts) or "nothing"
+        return f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _count(db: Connection, table: Table, where: ColumnElement[bool]) -> int:
+    return int(db.execute(select(func.count()).select_from(table).where(where)).scalar_one())
+
+
+def _apps_of(source_id: int) -> Select[tuple[int]]:
+    return select(t.applications.c.id).where(t.applications.c.source_id == source_id)
+
+
+def _source_purchases(source_id: int) -> ColumnElement[bool]:
+    """Purchases of the source, or of one of its packages."""
+    packages = select(t.packages.c.id).where(t.packages.c.source_id == source_id)
+    return or_(t.purchases.c.source_id == source_id, t.purchases.c.package_id.in_(packages))
+
+
+def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
+    """Each kind of dependant of a source, in an order that deletes children first."""
+    apps = _apps_of(source_id)
+    return [
+        ("usage_days", t.usage_days, t.usage_days.c.application_id.in_(apps)),
+        ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
+        ("applications", t.applications, t.applications.c.source_id == source_id),
+        ("purchases", t.purchases, _source_purchases(source_id)),
+        ("packages", t.packages, t.packages.c.source_id == source_id),
+        ("package_records", t.package_records, t.package_records.c.source_id == source_id),
+    ]
+
+
+def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
+    return [
+        ("usage_days", t.usage_days, t.usage_days.c.application_id == application_id),
+        ("keys", t.secret_keys, t.secret_keys.c.application_id == application_id),
+    ]
+
+
+# The order a message names them in: the direct dependants first.
+_SOURCE_ORDER = ("applications", "keys", "usage_days", "packages", "purchases", "package_records")
+_APPLICATION_ORDER = ("keys", "usage_days")
+
+
+def _remove(
+    db: Connection,
+    parts: list[tuple[str, Table, ColumnElement[bool]]],
+    order: tuple[str, ...],
+    last: Delete,
+    *,
+    what: str,
+    cascade: bool,
+) -> Dependants:
+    counts = {kind: _count(db, table, where) for kind, table, where in parts}
+    found = Dependants({kind: counts[kind] for kind in order})
+    if found and not cascade:
+        raise AdminError(
+            f"{what} has {found.describe()}; "
+            "delete them with it by adding --cascade, or remove them first"
+        )
+    for _, table, where in parts:
+        db.execute(delete(table).where(where))
+    db.execute(last)
+    return found
+
+
+def delete_source(db: Connection, source_id: int, name: str, *, cascade: bool) -> Dependants:
+    """Delete the source (and, with ``cascade``, everything of it); returns what went with it."""
+    db.execute(select(t.sources.c.id).where(t.sources.c.id == source_id).with_for_update())
+    return _remove(
+        db,
+        _source_parts(source_id),
+        _SOURCE_ORDER,
+        delete(t.sources).where(t.sources.c.id == source_id),
+        what=f"source {name!r}",
+        cascade=cascade,
+    )
+
+
+def delete_application(
+    db: Connection, application_id: int, what: str, *, cascade: bool
+) -> Dependants:
+    """Delete the application (and, with ``cascade``, its keys and usage); returns what went."""
+    db.execute(
+        select(t.applications.c.id).where(t.applications.c.id == application_id).with_for_update()
+    )
+    return _remove(
+        db,
+        _application_parts(application_id),
+        _APPLICATION_ORDER,
+        delete(t.applications).where(t.applications.c.id == application_id),
+        what=what,
+        cascade=cascade,
+    )
