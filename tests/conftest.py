@@ -249,8 +249,9 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The ``pkgcat`` command in-process on a fresh database file; ``run.url`` names it."""
+    """The ``pkgcat`` command in-process on a new, empty catalogue; ``run.url`` names its file."""
     url = f"sqlite:///{tmp_path / 'cli.db'}"
+    upgrade(url)
     monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
     runner = CliRunner()
 

@@ -164,20 +164,20 @@ def test_a_source_needs_an_http_address(run: Any, url: str) -> None:
 
 def test_database_passwords_are_never_printed(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PKGCAT_DATABASE_URL", "postgresql://seller:s3cr3tpw@127.0.0.1:1/none")
-    result = run("db", "upgrade")
-    assert result.exit_code == 1
-    assert "cannot migrate postgresql://seller:***@127.0.0.1:1/none" in result.stderr
+    result = run("migrate")
+    assert result.exit_code == 2
+    assert "cannot migrate postgresql://seller:***@127.0.0.1:1/none: connection" in result.stderr
     assert "s3cr3tpw" not in result.output
 
 
 def test_bad_settings_name_the_variable(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PKGCAT_SHAPE", "Z")
-    result = run("db", "upgrade")
+    result = run("migrate")
     assert result.exit_code == 2
     assert "PKGCAT_SHAPE" in result.stderr
 
 
-def test_db_upgrade_reports_the_revision(run: Any) -> None:
-    result = run("db", "upgrade")
+def test_migrate_reports_the_revision(run: Any) -> None:
+    result = run("migrate")
     assert result.exit_code == 0
     assert f"revision {head_revision()}" in result.stdout

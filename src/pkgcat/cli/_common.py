@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn
 
 import orjson
@@ -12,11 +13,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
+from pkgcat.cli._failures import database_failure, first_line, shown_url
 from pkgcat.config import Settings
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
-from pkgcat.storage.migrate import upgrade
+from pkgcat.storage.migrate import current_revision, upgrade
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -41,27 +42,52 @@ def load_settings(**overrides: Any) -> Settings:
         fail(problems, 2)
 
 
-def migrated(settings: Settings) -> Settings:
-    """Bring the database to the current schema (every command that touches it does)."""
+def _sqlite_file(database_url: str) -> Path | None:
+    """The file a SQLite URL names (``None`` for other backends and in-memory databases)."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database)
+
+
+def migrated(settings: Settings, *, create: bool = False) -> Settings:
+    """The database brought to the current schema, for a command about to use it.
+
+    Only the commands that make a catalogue (``init``, ``migrate``, ``demo``)
+    pass ``create``: every other command fails in one line, naming the database
+    it looked for, rather than start on a new empty one made by mistake (run
+    from the wrong folder, the default ``./pkgcat.db`` would be such a file).
+    """
+    shown = shown_url(settings.database_url)
+    if not create:
+        file = _sqlite_file(settings.database_url)
+        if file is not None and not file.exists():
+            fail(
+                f"no database at {file} ({shown}); create one with `pkgcat init`, or set "
+                "PKGCAT_DATABASE_URL to the catalogue's database",
+                2,
+            )
+        try:
+            revision = current_revision(settings.database_url)
+        except Exception as error:
+            if database_failure(error) is None:
+                raise
+            fail(f"cannot open {shown}: {first_line(error)}", 2)
+        if revision is None:
+            fail(f"{shown} holds no pkgcat catalogue; `pkgcat init` creates one there", 2)
     try:
         upgrade(settings.database_url)
-    except Exception as error:  # the driver's own message names the file or server
-        fail(f"cannot migrate {shown_url(settings.database_url)}: {error}")
+    except Exception as error:
+        if database_failure(error) is None:
+            raise
+        fail(f"cannot migrate {shown}: {first_line(error)}", 2)
     return settings
 
 
-def shown_url(database_url: str) -> str:
-    """A database URL fit for a terminal or a log: any password masked."""
-    try:
-        return make_url(database_url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "(an unreadable PKGCAT_DATABASE_URL)"
-
-
 @contextmanager
-def admin() -> Iterator[CatalogueAdmin]:
+def admin(*, create: bool = False) -> Iterator[CatalogueAdmin]:
     """The operator's handle on a migrated database; admin errors become one line."""
-    settings = migrated(load_settings())
+    settings = migrated(load_settings(), create=create)
     handle = CatalogueAdmin(settings.database_url)
     try:
         yield handle

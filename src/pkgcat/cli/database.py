@@ -1,17 +1,35 @@
-"""``pkgcat db``: the database schema."""
+"""``pkgcat init`` and ``pkgcat migrate``: the two commands that may create a database."""
 
 from __future__ import annotations
 
-import typer
-
-from pkgcat.cli._common import load_settings, migrated, stdout
+from pkgcat.cli._common import fail, load_settings, migrated, stdout
+from pkgcat.cli._failures import shown_url
 from pkgcat.storage.migrate import current_revision
 
-app = typer.Typer(help="Database schema.", no_args_is_help=True)
+
+def init() -> None:
+    """Create a new, empty catalogue in PKGCAT_DATABASE_URL (a SQLite file is created)."""
+    settings = load_settings()
+    shown = shown_url(settings.database_url)
+    existing = current_revision(settings.database_url)  # a missing SQLite file is created empty
+    if existing is not None:
+        fail(
+            f"{shown} holds a catalogue already (revision {existing}); `pkgcat migrate` upgrades it"
+        )
+    migrated(settings, create=True)
+    stdout.print(
+        f"created an empty catalogue in {shown} "
+        f"(revision {current_revision(settings.database_url)})",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
-@app.command("upgrade")
-def upgrade() -> None:
-    """Bring the database (PKGCAT_DATABASE_URL) to the current schema."""
-    settings = migrated(load_settings())
-    stdout.print(f"database at revision {current_revision(settings.database_url)}")
+def migrate() -> None:
+    """Bring the database (PKGCAT_DATABASE_URL) to the current schema, creating it if missing."""
+    settings = migrated(load_settings(), create=True)
+    stdout.print(
+        f"{shown_url(settings.database_url)} at revision {current_revision(settings.database_url)}",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from pkgcat import demo as catalogue
-from pkgcat.cli._common import admin, fail, load_settings, print_json, shown_url, stdout
+from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
+from pkgcat.cli._failures import shown_url
 from pkgcat.config import Settings
 from pkgcat.storage.admin import AdminError
 
@@ -48,7 +49,7 @@ def demo(
     """Seed an empty database with the demo catalogue and print a key per application."""
     settings = load_settings()
     plan = catalogue.build(today=datetime.now(UTC).date())
-    with admin() as handle:
+    with admin(create=True) as handle:
         if not handle.is_empty() and not force:
             if not reuse:
                 fail(
@@ -107,3 +108,9 @@ def _print_try(settings: Settings, key: str, app: catalogue.DemoApp) -> None:
         f"/1.0/package/buyers.json?package={app.paid_package}&limit=5",
     ):
         stdout.print("  " + _curl(base_url, key, path), highlight=False, soft_wrap=True)
+    stdout.print("or, with pkgcat's own client (it reads the key from the environment):")
+    for line in (
+        f"export PKGCAT_SECRET_KEY={key}",
+        f"pkgcat client details {app.paid_package} --base-url {base_url}",
+    ):
+        stdout.print("  " + line, highlight=False, soft_wrap=True)

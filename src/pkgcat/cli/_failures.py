@@ -1,0 +1,35 @@
+"""Errors from the database, told as one line (never the driver's or SQLAlchemy's page of text)."""
+
+from __future__ import annotations
+
+import os
+
+_DATABASE_PACKAGES = frozenset({"sqlalchemy", "alembic", "sqlite3", "psycopg", "asyncpg"})
+
+
+def shown_url(database_url: str) -> str:
+    """A database URL fit for a terminal or a log: any password masked."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unreadable PKGCAT_DATABASE_URL)"
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of what the driver said (SQLAlchemy's wrapper, its SQL and its link dropped)."""
+    cause = getattr(error, "orig", None) or error
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    return lines[0] if lines else type(cause).__name__
+
+
+def database_failure(error: BaseException) -> str | None:
+    """One line for an error raised by the database or its drivers; ``None`` for any other."""
+    if type(error).__module__.split(".")[0] not in _DATABASE_PACKAGES:
+        return None
+    from pkgcat.config import DEFAULT_DATABASE_URL
+
+    url = os.environ.get("PKGCAT_DATABASE_URL", DEFAULT_DATABASE_URL)
+    return f"database {shown_url(url)}: {first_line(error)}"
