@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import typer
-
 import pkgcat.client
-from pkgcat.cli import app as cli
+from pkgcat.cli import command_tree
 from pkgcat.cli.client import EXIT_CODES, EXIT_USAGE
 
 DOC = (Path(__file__).parents[2] / "docs" / "client.md").read_text()
@@ -19,7 +17,7 @@ def test_every_public_name_is_documented() -> None:
 
 
 def test_every_option_of_every_command_is_documented() -> None:
-    group = typer.main.get_command(cli).commands["client"]  # type: ignore[attr-defined]  # a group
+    group = command_tree().commands["client"]
     for name, command in group.commands.items():
         assert f"pkgcat client {name}" in DOC
         for param in command.params:

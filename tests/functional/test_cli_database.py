@@ -40,7 +40,9 @@ def tables(url: str) -> set[str]:
                 rows = db.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))
             else:
                 rows = db.execute(
-                    text("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+                    text(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+                    )
                 )
             return {row[0] for row in rows}
     finally:

@@ -12,8 +12,11 @@ from granian import Granian
 from granian.constants import Interfaces
 from granian.log import LogLevels
 
+from pkgcat import __version__
 from pkgcat.app import app_from_environment, create_app
 from pkgcat.cli._common import fail, load_settings, migrated, stderr
+from pkgcat.cli._failures import shown_url
+from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.workers import die_with_parent, obey_stop_signals_in_forks
 
@@ -46,11 +49,7 @@ def serve(
     # Last step before granian binds, to keep the time another server has to take the
     # port after the check as short as possible.
     refuse_a_taken_port(settings.host, settings.port)
-    stderr.print(
-        f"serving the Package Catalogue API on http://{settings.host}:{settings.port} "
-        f"({settings.workers} worker{'s' if settings.workers > 1 else ''}, "
-        f"shape {settings.shape}, {settings.rate_limit}); docs at /docs"
-    )
+    _print_banner(settings)
     obey_stop_signals_in_forks()
     Granian(
         target=f"{worker_app.__module__}:{worker_app.__name__}",
@@ -67,6 +66,22 @@ def serve(
         log_access=False,  # an access line would hold the query, and the query can hold the key
         log_level=LogLevels(settings.log_level),
     ).serve()
+
+
+def _print_banner(settings: Settings) -> None:
+    """What is being served, from where, and where to look: on stderr, once, before serving."""
+    base = f"http://{settings.host}:{settings.port}"
+    workers = f"{settings.workers} worker{'s' if settings.workers > 1 else ''}"
+    limiter = shown_url(settings.redis_url) if settings.redis_url else "in this process"
+    lines = [
+        f"pkgcat {__version__}: serving the Package Catalogue API",
+        f"  database  {shown_url(settings.database_url)}",
+        f"  workers   {workers}, shape {settings.shape}, rate limit {settings.rate_limit}",
+        f"  limiter   {limiter}",
+        f"  API       {base}/1.0/",
+        f"  docs      {base}/docs",
+    ]
+    stderr.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
 def worker_app() -> ApiApp:
