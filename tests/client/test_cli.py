@@ -7,14 +7,15 @@ import io
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import typer
 from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli
+from pkgcat.cli import command_tree
 from pkgcat.cli.client import EXIT_CODES
 from pkgcat.storage.admin import CatalogueAdmin
 from tests import factories as f
@@ -246,16 +247,88 @@ def test_usage_errors_exit_2_without_calling_the_server(
     assert double.requests == []
 
 
-def test_the_base_url_is_required(monkeypatch: pytest.MonkeyPatch) -> None:
+def _usage_from(config: Path, env: dict[str, str], *args: str) -> tuple[Result, Double]:
+    """``pkgcat client usage`` with ``config`` as the user's config folder, against a double."""
+    double = Double(answer(response=recorded("usage_a")["response"]))
+    environment = {"XDG_CONFIG_HOME": str(config), "PKGCAT_BASE_URL": None, **env}
     result = CliRunner().invoke(
-        cli, ["client", "usage"], env={"PKGCAT_SECRET_KEY": KEY}, catch_exceptions=False
+        cli,
+        ["client", "usage", "--days", "1", *args],
+        env=environment,  # type: ignore[arg-type]  # None unsets a variable
+        obj=double.transport,
+        catch_exceptions=False,
     )
+    return result, double
+
+
+def _write_config(folder: Path, text: str, mode: int = 0o600) -> Path:
+    path = folder / "pkgcat" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_the_base_url_defaults_to_the_local_server(tmp_path: Path) -> None:
+    result, double = _usage_from(tmp_path, {"PKGCAT_SECRET_KEY": KEY})
+    assert result.exit_code == 0, result.output
+    assert str(double.requests[0].url).startswith("http://127.0.0.1:8000/1.0/")
+
+
+def test_the_config_file_gives_the_address_and_the_key(tmp_path: Path) -> None:
+    _write_config(tmp_path, f'base_url = "https://shop.example/api"\nsecret_key = "{KEY}"\n')
+    result, double = _usage_from(tmp_path, {"PKGCAT_SECRET_KEY": ""})
+    assert result.exit_code == 0, result.output
+    sent = double.requests[0]
+    assert str(sent.url).startswith("https://shop.example/api/1.0/application/usage.json")
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_environment_and_the_option_win_over_the_config_file(tmp_path: Path) -> None:
+    _write_config(tmp_path, 'base_url = "https://file.example"\nsecret_key = "pkc_fromfile"\n')
+    result, double = _usage_from(
+        tmp_path, {"PKGCAT_SECRET_KEY": KEY, "PKGCAT_BASE_URL": "https://env.example"}
+    )
+    assert result.exit_code == 0, result.output
+    assert double.requests[0].url.host == "env.example"
+    assert double.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    result, double = _usage_from(
+        tmp_path,
+        {"PKGCAT_SECRET_KEY": KEY, "PKGCAT_BASE_URL": "https://env.example"},
+        "--base-url",
+        "https://option.example",
+    )
+    assert double.requests[0].url.host == "option.example"
+
+
+def test_a_key_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = _write_config(tmp_path, f'secret_key = "{KEY}"\n', mode=0o644)
+    result, double = _usage_from(tmp_path, {"PKGCAT_SECRET_KEY": ""})
     assert result.exit_code == 2
-    assert "PKGCAT_BASE_URL" in result.stderr
+    assert f"chmod 600 {path}" in result.stderr
+    assert KEY not in result.output
+    assert double.requests == []
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("base_url = \n", "not valid TOML"),
+        ('base_url = "x"\nkey = "k"\n', "unknown setting 'key'"),
+        ("base_url = 8000\n", "base_url must be a non-empty string"),
+    ],
+)
+def test_a_bad_config_file_is_named_in_one_line(tmp_path: Path, text: str, says: str) -> None:
+    path = _write_config(tmp_path, text)
+    result, _ = _usage_from(tmp_path, {"PKGCAT_SECRET_KEY": KEY})
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {path}")
+    assert says in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_no_command_takes_the_key_on_its_command_line() -> None:
-    group = typer.main.get_command(cli).commands["client"]  # type: ignore[attr-defined]  # a group
+    group = command_tree().commands["client"]
     for name in ("usage", "package", "buyers"):
         options = {o for p in group.commands[name].params for o in p.opts}
         assert not {o for o in options if "secret" in o or o == "--key"}, name

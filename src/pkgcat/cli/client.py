@@ -23,10 +23,12 @@ import dataclasses
 import json
 import os
 import sys
+import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -76,6 +78,8 @@ EXIT_CODES: tuple[tuple[type[PkgcatError], int], ...] = (
 """Exit code per error class; the first class the error is an instance of wins."""
 
 KEY_VARIABLE = "PKGCAT_SECRET_KEY"
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+"""The server ``pkgcat serve`` starts by default."""
 BAR_WIDTH = 40
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
@@ -85,7 +89,7 @@ BaseUrl = Annotated[
         "--base-url",
         envvar="PKGCAT_BASE_URL",
         show_envvar=True,
-        help="Address of the server, e.g. https://catalogue.example.",
+        help="Address of the server [default: base_url in the config file, else http://127.0.0.1:8000].",
     ),
 ]
 Zone = Annotated[
@@ -107,6 +111,49 @@ AsCsv = Annotated[bool, typer.Option("--csv", help="Print a header line, then on
 PackageId = Annotated[str, typer.Argument(metavar="ID", help="Package identifier.")]
 
 
+def _config_path() -> Path:
+    from platformdirs import user_config_path
+
+    return user_config_path("pkgcat") / "config.toml"
+
+
+def _config_file() -> dict[str, str]:
+    """``base_url`` and ``secret_key`` from the user's config file, when there is one.
+
+    Both are optional; the environment and ``--base-url`` win over the file. A
+    file holding a key that other users can read is refused, as ssh refuses a
+    private key others can read.
+    """
+    path = _config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        _fail(f"{path}: {error.strerror}", EXIT_USAGE)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        _fail(f"{path}: not valid TOML: {error}", EXIT_USAGE)
+    unknown = sorted(set(data) - {"base_url", "secret_key"})
+    if unknown:
+        _fail(
+            f"{path}: unknown setting {unknown[0]!r}; it may hold base_url and secret_key",
+            EXIT_USAGE,
+        )
+    found: dict[str, str] = {}
+    for name, value in data.items():
+        if not isinstance(value, str) or not value.strip():
+            _fail(f"{path}: {name} must be a non-empty string", EXIT_USAGE)
+        found[name] = value.strip()
+    if "secret_key" in found and path.stat().st_mode & 0o077:
+        _fail(
+            f"{path} holds a secret key and others can read it; run: chmod 600 {path}",
+            EXIT_USAGE,
+        )
+    return found
+
+
 def exit_code(error: PkgcatError) -> int:
     return next((code for kind, code in EXIT_CODES if isinstance(error, kind)), 1)
 
@@ -122,11 +169,15 @@ def _client(
     ctx: typer.Context, base_url: str | None, tz: str, key_in: str, retries: int
 ) -> Iterator[Client]:
     """A client from the options and the environment; its errors become one line and a code."""
-    key = os.environ.get(KEY_VARIABLE, "").strip()
+    config = _config_file()
+    key = os.environ.get(KEY_VARIABLE, "").strip() or config.get("secret_key", "")
     if not key:
-        _fail(f"{KEY_VARIABLE} is not set; export the application's secret key", EXIT_USAGE)
-    if not base_url:
-        _fail("--base-url (or PKGCAT_BASE_URL) is missing", EXIT_USAGE)
+        _fail(
+            f"{KEY_VARIABLE} is not set (nor secret_key in {_config_path()}); "
+            "export the application's secret key",
+            EXIT_USAGE,
+        )
+    base_url = base_url or config.get("base_url") or DEFAULT_BASE_URL
     if key_in not in ("header", "query"):
         _fail(f"--key-in: {key_in!r}; use header or query", EXIT_USAGE)
     try:
