@@ -10,7 +10,7 @@ What is read, and what is not:
   header of a few words, where the column names we expect settle it;
 - a column (or JSON key) that pkgcat does not read is ignored, and named in
   :attr:`Table.ignored` so the caller can say so; a column named twice, a required
-  column missing and a row that cannot be read are :class:`Problem`\\ s.
+  column missing and a row that cannot be read are each a :class:`Problem`.
 
 Values are returned stripped; an empty value is left out of the row, so a blank
 cell and a missing one read the same.
