@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import psycopg
 import pytest
@@ -23,15 +24,21 @@ POSTGRES_VARIABLE = "PKGCAT_TEST_POSTGRES_URL"
 REDIS_VARIABLE = "PKGCAT_TEST_REDIS_URL"
 
 
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test for ``reason`` in one line; under CI (``CI`` set), fail: CI runs every test."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run this test", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
 def service_url(variable: str, what: str) -> str:
     """The address a test service is at; skip (fail under CI) when it is not given."""
     url = os.environ.get(variable)
     if url:
         return url
-    message = f"{what} tests need {variable} (e.g. make test with the services of docs/deploy.md)"
-    if os.environ.get("CI"):
-        pytest.fail(f"{message}; CI must run them", pytrace=False)
-    pytest.skip(message)
+    unavailable(
+        f"{what} tests need {variable} (e.g. make test with the services of docs/deploy.md)"
+    )
 
 
 def _admin_conninfo(url: str) -> str:

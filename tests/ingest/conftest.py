@@ -21,6 +21,7 @@ from sqlalchemy import select
 from pkgcat.ingest import ImportOptions, ImportSummary, import_repository
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
+from tests.backends import unavailable
 
 PROJECT = Path(__file__).resolve().parents[2]
 REPOS = PROJECT.parent / "shared" / "fixtures" / "repos"
@@ -40,10 +41,7 @@ PUBLIC_URL = {
 def skip_without_repositories() -> None:
     """Skip the calling test module, in one line, when shared/ is not beside the project."""
     if not REPOS.is_dir():
-        pytest.skip(
-            f"real repositories not found at {REPOS} (shared/ beside the project)",
-            allow_module_level=True,
-        )
+        unavailable(f"real repositories not found at {REPOS} (shared/ beside the project)")
 
 
 @pytest.fixture(scope="session")
