@@ -1,0 +1,259 @@
+"""The operator's listings and deletes (``pkgcat source|app|key``), on each backend.
+
+The commands run in-process against the test's own database; where a running
+server must notice a delete, the app is built on the same database and asked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from pkgcat.cli import app as cli_app
+from pkgcat.storage.admin import CatalogueAdmin
+from tests.conftest import Api, stored_count
+
+USAGE = "/1.0/application/usage.json"
+DETAILS = "/1.0/package/details.json"
+LISTINGS = [("source", "list"), ("app", "list"), ("key", "list")]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+Cli = Callable[..., Result]
+
+
+@pytest.fixture
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """``pkgcat`` on the test's database; ``env`` adds variables for one run."""
+    monkeypatch.setenv("PKGCAT_DATABASE_URL", database_url)
+    runner = CliRunner()
+
+    def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+        return runner.invoke(cli_app, list(args), env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def listed(cli: Cli, *args: str) -> Any:
+    result = cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def plain(cli: Cli, *args: str) -> list[list[str]]:
+    """The output of a listing that is not on a terminal, split into its fields."""
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    return [line.split("\t") for line in result.stdout.splitlines()]
+
+
+# Listings ---------------------------------------------------------------------------------------
+
+
+def test_source_list_counts_what_each_source_has(cli: Cli, catalogue: dict[str, str]) -> None:
+    sources = {s["name"]: s for s in listed(cli, "source", "list")}
+    assert list(sources) == ["Alpha", "Beta"]
+    counts = {n: (s["packages"], s["applications"], s["purchases"]) for n, s in sources.items()}
+    assert counts == {"Alpha": (4, 2, 4), "Beta": (1, 2, 1)}
+    assert sources["Alpha"]["url"] == "https://alpha.example/"
+
+
+def test_app_list_filters_by_source_and_shows_effective_settings(
+    cli: Cli, catalogue: dict[str, str]
+) -> None:
+    cli("key", "create", "--source", "Beta", "--app", "beta-a")
+    apps = listed(cli, "app", "list", "--source", "Beta")
+    assert [(a["source"], a["name"]) for a in apps] == [("Beta", "beta-a"), ("Beta", "beta-paris")]
+    assert [a["timezone"] for a in apps] == ["UTC", "Europe/Paris"]
+    assert [(a["live_keys"], a["keys"]) for a in apps] == [(2, 2), (1, 1)]
+    assert len(listed(cli, "app", "list")) == 4
+    unknown = cli("app", "list", "--source", "Gamma")
+    assert unknown.exit_code == 1
+    assert "no source named 'Gamma'" in unknown.stderr
+
+
+@pytest.mark.parametrize("listing", LISTINGS, ids=" ".join)
+def test_plain_output_is_a_header_then_the_json_rows(
+    cli: Cli, catalogue: dict[str, str], listing: tuple[str, str]
+) -> None:
+    records = listed(cli, *listing)
+    lines = plain(cli, *listing)
+    assert lines[0] == list(records[0])
+    assert lines[1:] == [["" if v is None else str(v) for v in r.values()] for r in records]
+
+
+# Deletes ----------------------------------------------------------------------------------------
+
+
+def test_a_source_with_dependants_is_kept_and_they_are_named(
+    cli: Cli, catalogue: dict[str, str]
+) -> None:
+    refused = cli("source", "delete", "Alpha")
+    assert refused.exit_code == 1
+    assert (
+        "source 'Alpha' has 2 applications, 2 secret keys, 4 packages and 4 purchases;"
+        in refused.stderr
+    )
+    assert "--cascade" in refused.stderr
+    assert [s["name"] for s in listed(cli, "source", "list")] == ["Alpha", "Beta"]
+    assert len(listed(cli, "key", "list")) == 4
+
+
+def test_a_cascade_takes_the_source_whole_and_servers_stop_serving_it(cli: Cli, api: Api) -> None:
+    assert api.get(DETAILS, api.keys["alpha-a"], package="com.alpha.paid").json()["code"] == 0
+    done = cli("source", "delete", "Alpha", "--cascade")
+    assert done.exit_code == 0, done.output
+    # The request just made was counted: its day of usage goes with the application.
+    assert done.stdout.strip() == (
+        "deleted source 'Alpha', with 2 applications, 2 secret keys, 1 day of usage, "
+        "4 packages and 4 purchases"
+    )
+    # The running app dropped what it had cached: Alpha's key is unknown now (code 5).
+    assert api.get(USAGE, api.keys["alpha-a"]).json()["code"] == 5
+    beta = api.get(DETAILS, api.keys["beta-a"], package="com.beta.paid").json()
+    assert beta["code"] == 0
+    assert [
+        (s["name"], s["packages"], s["applications"], s["purchases"])
+        for s in listed(cli, "source", "list")
+    ] == [("Beta", 1, 2, 1)]
+    assert {k["source"] for k in listed(cli, "key", "list")} == {"Beta"}
+
+
+def test_an_empty_source_is_deleted_without_cascade(cli: Cli, database_url: str) -> None:
+    assert cli("source", "add", "Gamma", "--url", "https://gamma.example/").exit_code == 0
+    done = cli("source", "delete", "Gamma")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip() == "deleted source 'Gamma'"
+    assert listed(cli, "source", "list") == []
+    missing = cli("source", "delete", "Gamma")
+    assert missing.exit_code == 1
+    assert "no source named 'Gamma'" in missing.stderr
+
+
+def test_an_application_with_keys_and_usage_needs_cascade(
+    cli: Cli, api: Api, admin: CatalogueAdmin, database_url: str
+) -> None:
+    admin.load(usage=[(1, date(2024, 3, d), 5) for d in (1, 2, 3)])
+    refused = cli("app", "delete", "--source", "Alpha", "--app", "alpha-a")
+    assert refused.exit_code == 1
+    assert "application 'alpha-a' of 'Alpha' has 1 secret key and 3 days of usage;" in (
+        refused.stderr
+    )
+    assert stored_count(database_url, 1) == 15
+    assert api.get(USAGE, api.keys["alpha-a"]).json()["code"] == 0
+
+    done = cli("app", "delete", "--source", "Alpha", "--app", "alpha-a", "--cascade")
+    assert done.exit_code == 0, done.output
+    # With the day of the request above (the test clock's today).
+    assert "with 1 secret key and 4 days of usage" in done.stdout
+    assert stored_count(database_url, 1) == 0
+    assert [a["name"] for a in listed(cli, "app", "list", "--source", "Alpha")] == ["alpha-b"]
+    assert api.get(USAGE, api.keys["alpha-a"]).json()["code"] == 5
+    assert api.get(USAGE, api.keys["alpha-b"]).json()["code"] == 0
+
+
+def test_an_application_without_keys_is_deleted_without_cascade(
+    cli: Cli, catalogue: dict[str, str]
+) -> None:
+    prefix = catalogue["beta-a"][:12]
+    assert cli("key", "revoke", prefix).exit_code == 0
+    assert cli("key", "delete", prefix).exit_code == 0
+    done = cli("app", "delete", "--source", "Beta", "--app", "beta-a")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip() == "deleted application 'beta-a' of 'Beta'"
+    missing = cli("app", "delete", "--source", "Beta", "--app", "beta-a")
+    assert missing.exit_code == 1
+    assert "source 'Beta' has no application named 'beta-a'" in missing.stderr
+
+
+# Keys -------------------------------------------------------------------------------------------
+
+
+def test_revoking_a_revoked_key_says_when_and_succeeds(cli: Cli, catalogue: dict[str, str]) -> None:
+    prefix = catalogue["alpha-a"][:12]
+    first = cli("key", "revoke", prefix)
+    assert first.exit_code == 0
+    assert first.stdout.strip() == f"revoked {prefix} of 'alpha-a' (Alpha)"
+    (revoked_at,) = [k["revoked_at"] for k in listed(cli, "key", "list") if k["prefix"] == prefix]
+    again = cli("key", "revoke", prefix)
+    assert again.exit_code == 0
+    assert again.stdout.strip() == (
+        f"{prefix} of 'alpha-a' (Alpha) was already revoked at {revoked_at}; nothing changed"
+    )
+    assert [k["revoked_at"] for k in listed(cli, "key", "list") if k["prefix"] == prefix] == [
+        revoked_at
+    ]
+
+
+def test_only_a_revoked_key_is_deleted(cli: Cli, api: Api) -> None:
+    prefix = api.keys["alpha-a"][:12]
+    live = cli("key", "delete", prefix)
+    assert live.exit_code == 1
+    assert f"is live; revoke it first with 'pkgcat key revoke {prefix}'" in live.stderr
+    assert api.get(USAGE, api.keys["alpha-a"]).json()["code"] == 0
+    assert cli("key", "revoke", prefix).exit_code == 0
+    done = cli("key", "delete", prefix)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith(f"deleted {prefix} of 'alpha-a' (Alpha), revoked at ")
+    assert prefix not in {k["prefix"] for k in listed(cli, "key", "list")}
+    assert api.get(USAGE, api.keys["alpha-a"]).json()["code"] == 5
+    gone = cli("key", "delete", prefix)
+    assert gone.exit_code == 1
+    assert f"no key starts with {prefix!r}" in gone.stderr
+
+
+# Nothing is cut ---------------------------------------------------------------------------------
+
+LONG_SOURCE = "Source " + "with-a-very-long-name-" * 8  # 183 characters (the column holds 200)
+LONG_APP = "application-whose-name-is-longer-than-any-terminal-column-" * 2
+
+
+@pytest.fixture
+def long_names(cli: Cli) -> str:
+    """A source and an application with very long names; returns the key's display prefix."""
+    assert cli("source", "add", LONG_SOURCE, "--url", "https://long.example/").exit_code == 0
+    created = cli("app", "create", "--source", LONG_SOURCE, "--name", LONG_APP, "--json")
+    assert created.exit_code == 0, created.output
+    prefix: str = json.loads(created.stdout)["secret_key"][:12]
+    return prefix
+
+
+@pytest.mark.parametrize("listing", LISTINGS, ids=" ".join)
+def test_piped_listings_print_long_names_whole_on_one_line(
+    cli: Cli, long_names: str, listing: tuple[str, str]
+) -> None:
+    (header, row) = plain(cli, *listing)
+    assert LONG_SOURCE in row
+    if listing != ("source", "list"):
+        assert LONG_APP in row
+    if listing == ("key", "list"):
+        assert row[0] == long_names
+    assert len(row) == len(header)
+
+
+@pytest.mark.parametrize("listing", LISTINGS, ids=" ".join)
+def test_a_narrow_terminal_gets_a_table_with_every_name_whole(
+    cli: Cli, long_names: str, listing: tuple[str, str]
+) -> None:
+    result = cli(*listing, env={"TTY_COMPATIBLE": "1", "COLUMNS": "40"})
+    assert result.exit_code == 0, result.output
+    shown = ANSI.sub("", result.stdout)
+    assert "\t" not in shown  # a table, not the plain lines
+    assert LONG_SOURCE in shown
+    assert "…" not in shown
+    if listing != ("source", "list"):
+        assert LONG_APP in shown
+    if listing == ("key", "list"):
+        assert long_names in shown
+
+
+def test_separators_inside_values_are_escaped_in_plain_output(cli: Cli) -> None:
+    assert cli("source", "add", "Tab\there\\", "--url", "https://tab.example/").exit_code == 0
+    (_, row) = plain(cli, "source", "list")
+    assert row[1] == "Tab\\there\\\\"
