@@ -5,6 +5,8 @@
 - :mod:`~pkgcat.storage.writes.imports`: a repository import's read of what a source holds,
   and the apply step that writes the import's plan in short transactions;
 - :mod:`~pkgcat.storage.writes.operator`: the operator's purchases, statistics and prices;
+- :mod:`~pkgcat.storage.writes.removal`: deleting sources and applications, refused while
+  anything depends on them unless cascading;
 - :mod:`~pkgcat.storage.writes.bulk`: many rows through one statement.
 
 :mod:`pkgcat.ingest` reads, verifies and parses; it writes nothing itself.
