@@ -109,4 +109,6 @@ def print_rows(
     needed = Measurement.get(out, out.options.update_width(_UNBOUNDED), table).minimum
     if needed > out.width:
         out.width = needed
+    # Not cropped either: rich may widen a column back to its minimum after sharing out the
+    # width, and a line a little wider than the terminal is wrapped by it, not cut.
     out.print(table, crop=False)
