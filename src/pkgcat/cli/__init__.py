@@ -42,13 +42,21 @@ COMMANDS: dict[str, _Entry] = {
     "import-purchases": _Entry("imports", "purchases_command", "Load purchases (buyers)."),
     "import-stats": _Entry("imports", "stats_command", "Set packages' download and vote counts."),
     "import-prices": _Entry("imports", "prices_command", "Set packages' prices."),
-    "client": _Entry(
-        "client", "app", "Read a Package Catalogue API server (key: PKGCAT_SECRET_KEY).", False
-    ),
+    "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),
 }
 """Every command, in the order ``pkgcat --help`` lists them."""
 
 SERVER_EXTRA_HINT = "pip install 'pkgcat[server]'"
+
+
+def group(name: str) -> typer.Typer:
+    """The Typer app of the command group ``name``, its help from :data:`COMMANDS`.
+
+    Help and usage errors are Click's plain text: Typer's Rich panels would import
+    Rich's Markdown and syntax highlighting, about three times the time of the
+    rest of ``pkgcat --help``.
+    """
+    return typer.Typer(help=COMMANDS[name].summary, no_args_is_help=True, rich_markup_mode=None)
 
 
 def _load(name: str) -> Any:
@@ -70,7 +78,7 @@ def _load(name: str) -> Any:
     if isinstance(target, typer.Typer):
         command = typer.main.get_group(target)  # a group, even while it has one command
     else:
-        single = typer.Typer(add_completion=False)
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
         single.command(name)(target)
         command = typer.main.get_command(single)
     command.name = name
@@ -95,6 +103,7 @@ app = typer.Typer(
     name="pkgcat",
     cls=_OnDemand,
     no_args_is_help=True,
+    rich_markup_mode=None,  # see group()
     add_completion=False,
     pretty_exceptions_enable=False,
 )

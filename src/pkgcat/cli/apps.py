@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from pkgcat.cli import group
 from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
 from pkgcat.cli._tables import Column, print_rows, when
 from pkgcat.cli.sources import CASCADE_HELP, say_deleted
@@ -13,7 +14,7 @@ from pkgcat.config import check_timezone
 from pkgcat.domain import Shape
 from pkgcat.storage.admin import IssuedKey
 
-app = typer.Typer(help="Applications and their keys.", no_args_is_help=True)
+app = group("app")
 
 
 def show_key(issued: IssuedKey, as_json: bool) -> None:

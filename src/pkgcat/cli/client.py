@@ -39,6 +39,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pkgcat.cli import group
 from pkgcat.client import (
     APIConnectionError,
     APIError,
@@ -58,10 +59,7 @@ from pkgcat.client import (
     UsageDay,
 )
 
-app = typer.Typer(
-    help="Read a Package Catalogue API server: usage, packages, buyers (key: PKGCAT_SECRET_KEY).",
-    no_args_is_help=True,
-)
+app = group("client")
 
 EXIT_USAGE = 2
 EXIT_CODES: tuple[tuple[type[PkgcatError], int], ...] = (

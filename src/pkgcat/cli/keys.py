@@ -6,11 +6,12 @@ from typing import Annotated
 
 import typer
 
+from pkgcat.cli import group
 from pkgcat.cli._common import admin, print_json, stdout
 from pkgcat.cli._tables import Column, print_rows, when
 from pkgcat.cli.apps import show_key
 
-app = typer.Typer(help="Secret keys.", no_args_is_help=True)
+app = group("key")
 
 PREFIX_HELP = "The key's display prefix, e.g. pkc_AbCd1234."
 

@@ -6,11 +6,12 @@ from typing import Annotated
 
 import typer
 
+from pkgcat.cli import group
 from pkgcat.cli._common import admin, print_json, stdout
 from pkgcat.cli._tables import Column, print_rows, when
 from pkgcat.storage.admin import Dependants
 
-app = typer.Typer(help="Sources (repository owners).", no_args_is_help=True)
+app = group("source")
 
 CASCADE_HELP = "Delete everything that depends on it too, in the same transaction."
 
