@@ -4,20 +4,28 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+# uv installs the exact, hashed set recorded in uv.lock (`make lock` updates it from pyproject.toml).
+UV_VERSION := 0.13.9
+UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint format typecheck bench bench-smoke wrk clean
+.PHONY: help setup lock run test lint format typecheck bench bench-smoke wrk clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet uv==$(UV_VERSION)
+
+$(STAMP): pyproject.toml uv.lock | $(BIN)/uv
+	$(UV_SYNC) --extra dev
 	touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install pkgcat with its development tools
+setup: $(STAMP) ## create .venv and install pkgcat with its development tools, as locked
+
+lock: | $(BIN)/uv ## after editing pyproject.toml's dependencies: re-resolve uv.lock
+	$(BIN)/uv lock
 
 run: $(STAMP) ## seed the demo into ./pkgcat.db (once) and serve on http://127.0.0.1:8000
 	$(BIN)/pkgcat demo --reuse
@@ -39,7 +47,7 @@ typecheck: $(STAMP) ## mypy --strict on src/
 	$(BIN)/mypy
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(UV_SYNC) --extra dev --extra bench
 	touch $(BENCH_STAMP)
 
 wrk: # Debian's wrk, installed when missing (needs root)
