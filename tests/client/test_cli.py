@@ -254,7 +254,7 @@ def _usage_from(config: Path, env: dict[str, str], *args: str) -> tuple[Result, 
     result = CliRunner().invoke(
         cli,
         ["client", "usage", "--days", "1", *args],
-        env=environment,  # type: ignore[arg-type]  # None unsets a variable
+        env=environment,  # None unsets a variable
         obj=double.transport,
         catch_exceptions=False,
     )

@@ -13,8 +13,7 @@ from datetime import date
 from typing import Any
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli_app
 from pkgcat.storage.admin import CatalogueAdmin
