@@ -12,6 +12,10 @@ complete: a header line of the columns' field names, then one line per row,
 fields separated by tabs. A tab, newline, carriage return or backslash inside
 a value is written as ``\\t``, ``\\n``, ``\\r`` or ``\\\\`` so that every row stays
 one line.
+
+A command whose table is not a plain listing (a chart, a record, a page with a
+caption) draws its own rich table and prints it with :func:`print_table`, and
+its plain lines with :func:`print_plain`, under the same rule.
 """
 
 from __future__ import annotations
@@ -72,6 +76,34 @@ def plain_line(values: Iterable[str]) -> str:
     return "\t".join(v.translate(_ESCAPES) for v in values)
 
 
+def widest(values: Iterable[str]) -> int | None:
+    """The width of the widest value on a terminal, as a column's ``min_width``; none for no values."""
+    return max(map(cell_len, values), default=0) or None
+
+
+def print_plain(columns: Sequence[Column], rows: Iterable[Sequence[object]]) -> None:
+    """A header line of the columns' field names, then a tab-separated line per row."""
+    typer.echo(plain_line(c.field for c in columns))
+    for row in rows:
+        typer.echo(plain_line("" if v is None else str(v) for v in row))
+
+
+def print_table(table: Table, console: Console) -> None:
+    """Print ``table`` whole: wider than the terminal when it needs to be, never cut.
+
+    Give the columns that must not wrap ``no_wrap=True`` and a ``min_width`` (see
+    :func:`widest`), and the others ``overflow="fold"``: then nothing is shortened.
+    """
+    # Rich shares out a width too small for the no-wrap columns by shortening them all;
+    # give it at least what the table needs instead, and let the terminal wrap the lines.
+    needed = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).minimum
+    if needed > console.width:
+        console.width = needed
+    # Not cropped either: rich may widen a column back to its minimum after sharing out the
+    # width, and a line a little wider than the terminal is wrapped by it, not cut.
+    console.print(table, crop=False)
+
+
 def print_rows(
     columns: Sequence[Column],
     rows: Iterable[Sequence[object]],
@@ -82,9 +114,7 @@ def print_rows(
     cells = [["" if v is None else str(v) for v in row] for row in rows]
     out = console or Console()
     if not out.is_terminal:
-        typer.echo(plain_line(c.field for c in columns))
-        for row in cells:
-            typer.echo(plain_line(row))
+        print_plain(columns, cells)
         return
     # No rules: a row copied from the terminal holds the values and spaces only.
     table = Table(box=None, pad_edge=False)
@@ -100,15 +130,8 @@ def print_rows(
             justify="right" if column.kind == "number" else "left",
             no_wrap=whole,
             overflow="fold",
-            min_width=max(map(cell_len, values), default=0) or None,
+            min_width=widest(values),
         )
     for row in shown:
         table.add_row(*map(Text, row))
-    # Rich shares out a width too small for the no-wrap columns by shortening them all;
-    # give it at least what the table needs instead, and let the terminal wrap the lines.
-    needed = Measurement.get(out, out.options.update_width(_UNBOUNDED), table).minimum
-    if needed > out.width:
-        out.width = needed
-    # Not cropped either: rich may widen a column back to its minimum after sharing out the
-    # width, and a line a little wider than the terminal is wrapped by it, not cut.
-    out.print(table, crop=False)
+    print_table(table, out)
