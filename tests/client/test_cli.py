@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -24,23 +25,44 @@ from tests.conftest import AppFactory, Clock
 
 Run = Callable[..., Result]
 
+TERMINAL = {"TTY_COMPATIBLE": "1", "COLUMNS": "100"}
+"""A terminal 100 columns wide, as rich sees it (CliRunner's output is not one)."""
+NARROW = {"TTY_COMPATIBLE": "1", "COLUMNS": "40"}
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-def invoke(transport: httpx.BaseTransport | None, key: str | None, *args: str) -> Result:
-    env = {"PKGCAT_BASE_URL": BASE}
+
+def invoke(
+    transport: httpx.BaseTransport | None,
+    key: str | None,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> Result:
+    variables = {"PKGCAT_BASE_URL": BASE, **(env or {})}
     if key is not None:
-        env["PKGCAT_SECRET_KEY"] = key
+        variables["PKGCAT_SECRET_KEY"] = key
     return CliRunner().invoke(
-        cli, ["client", *args], env=env, obj=transport, catch_exceptions=False
+        cli, ["client", *args], env=variables, obj=transport, catch_exceptions=False
     )
+
+
+def shown(result: Result) -> str:
+    """What a terminal shows of the output: the text without its colours."""
+    assert result.exit_code == 0, result.output
+    return ANSI.sub("", result.stdout)
 
 
 @pytest.fixture
 def run(make_api: AppFactory) -> Run:
-    """``run(app, *args, settings={...})``: the command against our app, as that application."""
+    """``run(app, *args, settings={...}, env={...})``: the command against our app, as that application."""
 
-    def go(app: str, *args: str, settings: dict[str, Any] | None = None) -> Result:
+    def go(
+        app: str,
+        *args: str,
+        settings: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Result:
         api = make_api(**(settings or {}))
-        return invoke(InProcess(api.http), api.keys.get(app, app), *args)
+        return invoke(InProcess(api.http), api.keys.get(app, app), *args, env=env)
 
     return go
 
@@ -74,15 +96,15 @@ def test_usage_table_draws_a_bar_per_day(
         clock.advance(days=-1)
         api.get("/1.0/application/usage.json", api.keys["alpha-a"])
         clock.advance(days=1)
-    result = invoke(InProcess(api.http), api.keys["alpha-a"], "usage", "--days", "2")
-    assert result.exit_code == 0
-    lines = {line.split()[1]: line for line in result.stdout.splitlines() if "2024-03-" in line}
+    result = invoke(InProcess(api.http), api.keys["alpha-a"], "usage", "--days", "2", env=TERMINAL)
+    output = shown(result)
+    lines = {line.split()[1]: line for line in output.splitlines() if "2024-03-" in line}
     assert set(lines) == {"2024-03-29", "2024-03-30", "2024-03-31"}
     assert "█" * 40 in lines["2024-03-30"]  # the largest day gets the whole bar
     assert "█" * 13 in lines["2024-03-31"]
     assert "█" * 14 not in lines["2024-03-31"]
     assert "█" not in lines["2024-03-29"]
-    assert "4 requests" in result.stdout
+    assert "4 requests" in output
 
 
 def test_package_json_in_shape_b_has_nulls_and_canonical_values(run: Run) -> None:
@@ -111,18 +133,17 @@ def test_a_price_not_known_yet_is_null_in_json_and_said_in_the_table() -> None:
     body = recorded("details_a")["response"] | {"price": ""}
     as_json = invoke(Double(answer(0, body)).transport, KEY, "package", "x", "--json")
     assert json.loads(as_json.stdout)["price"] is None
-    table = invoke(Double(answer(0, body)).transport, KEY, "package", "x")
-    assert "not known yet (USD)" in table.stdout
+    table = invoke(Double(answer(0, body)).transport, KEY, "package", "x", env=TERMINAL)
+    assert "not known yet (USD)" in shown(table)
 
 
 def test_package_table_says_which_fields_the_server_did_not_send(run: Run) -> None:
-    b = run("alpha-b", "package", "com.alpha.paid")
-    assert b.exit_code == 0
-    assert "Paid 1.2.3" in b.stdout
-    assert b.stdout.count("(not sent by this server)") == 4
-    a = run("alpha-a", "package", "com.alpha.paid")
-    assert "(not sent by this server)" not in a.stdout
-    assert "iphoneos-arm64" in a.stdout
+    b = shown(run("alpha-b", "package", "com.alpha.paid", env=TERMINAL))
+    assert "Paid 1.2.3" in b
+    assert b.count("(not sent by this server)") == 4
+    a = shown(run("alpha-a", "package", "com.alpha.paid", env=TERMINAL))
+    assert "(not sent by this server)" not in a
+    assert "iphoneos-arm64" in a
 
 
 def test_shape_b_dates_follow_tz(run: Run, admin: CatalogueAdmin) -> None:
@@ -170,12 +191,91 @@ def test_buyers_all_walks_every_page_into_one_list(
 
 
 def test_buyers_table_has_a_row_per_buyer_and_the_page_in_its_caption(run: Run) -> None:
-    result = run("alpha-a", "buyers", "com.alpha.paid")
-    assert result.exit_code == 0
-    assert "P-NEW" in result.stdout
-    assert "P-OLD" in result.stdout
-    assert "page 1: buyers 1-3 of 3" in result.stdout
-    assert "status: Completed" in result.stdout
+    output = shown(run("alpha-a", "buyers", "com.alpha.paid", env=TERMINAL))
+    assert "P-NEW" in output
+    assert "P-OLD" in output
+    assert "page 1: buyers 1-3 of 3" in output
+    assert "status: Completed" in output
+
+
+LONG_PACKAGE = "com.example." + "long-package-identifier-" * 3 + "end"
+LONG_TXN = "TXN-" + "0123456789" * 6
+LONG_NICKNAME = "a-buyer-with-a-" + "very-" * 6 + "long-nickname"
+
+
+def test_a_narrow_terminal_shows_every_identifier_whole() -> None:
+    details = recorded("details_a")["response"] | {"package": LONG_PACKAGE}
+    page = recorded("buyers_a")["response"]
+    page["buyers"][0] |= {"txn_id": LONG_TXN, "nickname": LONG_NICKNAME}
+    package = shown(invoke(Double(answer(0, details)).transport, KEY, "package", "x", env=NARROW))
+    buyers = shown(invoke(Double(answer(0, page)).transport, KEY, "buyers", "x", env=NARROW))
+    for output in (package, buyers):
+        assert "\t" not in output  # a table, not the plain lines
+        assert "…" not in output
+    assert LONG_PACKAGE in package
+    assert LONG_TXN in buyers
+    assert LONG_NICKNAME in buyers
+    assert "2G069Z2B3FZ2K8XUR" in buyers
+    assert "2026-11-13 15:30" in buyers  # the date stays on one line too
+
+
+def test_a_narrow_terminal_shows_every_day_and_every_bar_whole() -> None:
+    days = recorded("usage_a")["response"]
+    output = shown(invoke(Double(answer(0, days)).transport, KEY, "usage", env=NARROW))
+    assert "…" not in output
+    rows = [line for line in output.splitlines() if "2026-11-" in line]
+    assert [line.split()[1] for line in rows] == [d["date"][:10] for d in days]
+    assert [line.split()[3] for line in rows] == [f"{d['usage']:,}" for d in days]
+    assert max(line.count("█") for line in rows) == 40  # the busiest day's bar, uncut
+
+
+def test_usage_not_on_a_terminal_is_the_dates_and_counts_in_plain_lines(run: Run) -> None:
+    plain = run("alpha-b", "usage", "--days", "1")
+    assert plain.exit_code == 0
+    assert plain.stdout.splitlines() == [
+        "date\tusage",
+        "2024-03-30T00:00:00+00:00\t0",
+        "2024-03-31T00:00:00+00:00\t1",
+    ]
+
+
+def test_buyers_not_on_a_terminal_are_every_field_in_plain_lines(run: Run) -> None:
+    plain = run("alpha-a", "buyers", "com.alpha.paid")
+    as_csv = run("alpha-a", "buyers", "com.alpha.paid", "--csv")
+    assert plain.exit_code == 0
+    rows = [line.split("\t") for line in plain.stdout.splitlines()]
+    assert rows == list(csv.reader(io.StringIO(as_csv.stdout)))  # the same fields and values
+    assert [r[6] for r in rows] == ["txn_id", "P-NEW", "S-MID", "P-OLD"]
+
+
+def test_a_long_page_not_on_a_terminal_keeps_every_identifier_whole() -> None:
+    page = recorded("buyers_a")["response"]
+    page["buyers"][0] |= {"txn_id": LONG_TXN, "nickname": LONG_NICKNAME}
+    plain = invoke(Double(answer(0, page)).transport, KEY, "buyers", "x")
+    header, first, _ = (line.split("\t") for line in plain.stdout.splitlines())
+    row = dict(zip(header, first, strict=True))
+    assert (row["txn_id"], row["nickname"]) == (LONG_TXN, LONG_NICKNAME)
+    assert row["date"] == "2026-11-13T15:30:09+00:00"
+    assert row["profile_url"] == "https://forum.example/u/kaijb300"
+
+
+def test_a_package_not_on_a_terminal_is_a_field_and_its_value_per_line() -> None:
+    body = recorded("details_b")["response"] | {"package": LONG_PACKAGE, "price": ""}
+    plain = invoke(Double(answer(0, body)).transport, KEY, "package", "x")
+    assert plain.exit_code == 0
+    lines = plain.stdout.splitlines()
+    assert lines[0] == "field\tvalue"
+    fields = dict(line.split("\t") for line in lines[1:])
+    assert fields["package"] == LONG_PACKAGE
+    assert fields["price"] == ""  # not known yet: null in JSON, empty here
+    assert fields["architecture"] == fields["sha256"] == fields["source.origin"] == ""
+    assert fields["source.name"] == body["source"]["name"]
+    assert fields["date"].endswith("+00:00")
+    assert fields["long_description"] == body["long_description"].replace("\n", "\\n")
+    as_json = json.loads(
+        invoke(Double(answer(0, body)).transport, KEY, "package", "x", "--json").stdout
+    )
+    assert {name.partition(".")[0] for name in fields} == set(as_json)  # every field, no other
 
 
 def test_key_in_query(run: Run) -> None:

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -35,11 +35,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import httpx
 import typer
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
 from pkgcat.cli import group
+from pkgcat.cli._tables import Column, print_plain, print_table, widest
 from pkgcat.client import (
     APIConnectionError,
     APIError,
@@ -56,6 +57,7 @@ from pkgcat.client import (
     RateLimitError,
     Relations,
     ServerError,
+    Source,
     UsageDay,
 )
 
@@ -245,6 +247,17 @@ def _print_csv(rows: Sequence[object], header: Sequence[str]) -> None:
 
 
 # --- tables ---------------------------------------------------------------------------------
+# On a terminal a rich table, in which identifiers (package ids, nicknames, transaction ids),
+# dates and amounts are never wrapped nor shortened and other values fold; anywhere else
+# plain tab-separated lines of the canonical values (see pkgcat.cli._tables).
+
+
+def _show(table: Table, columns: Sequence[Column], rows: Iterable[Sequence[object]]) -> None:
+    console = Console()
+    if console.is_terminal:
+        print_table(table, console)
+    else:
+        print_plain(columns, rows)
 
 
 def _bar(value: int, largest: int) -> str:
@@ -258,15 +271,26 @@ def _bar(value: int, largest: int) -> str:
 
 def _usage_table(days: list[UsageDay]) -> Table:
     largest = max((d.usage for d in days), default=0)
+    rows = [(d.day.isoformat(), f"{d.usage:,}", _bar(d.usage, largest)) for d in days]
     table = Table(title="API requests per day", title_justify="left")
-    table.add_column("day")
-    table.add_column("requests", justify="right")
-    table.add_column("", no_wrap=True)
-    for day in days:
-        table.add_row(day.day.isoformat(), f"{day.usage:,}", Text(_bar(day.usage, largest)))
+    table.add_column("day", no_wrap=True, min_width=widest(r[0] for r in rows))
+    table.add_column(
+        "requests",
+        justify="right",
+        no_wrap=True,
+        min_width=widest([r[1] for r in rows] + ["requests"]),
+    )
+    table.add_column("", no_wrap=True, min_width=widest(r[2] for r in rows))
+    for day, count, bar in rows:
+        table.add_row(day, count, Text(bar))
     total = sum(d.usage for d in days)
     table.caption = f"{len(days)} days, {total:,} requests; the last day is today (so far)"
     return table
+
+
+def _show_usage(days: list[UsageDay]) -> None:
+    columns = [Column("date"), Column("usage")]
+    _show(_usage_table(days), columns, [(_cell(d.date), d.usage) for d in days])
 
 
 def _price(package: Package) -> str:
@@ -276,10 +300,6 @@ def _price(package: Package) -> str:
 
 
 def _package_table(package: Package) -> Table:
-    table = Table(title=f"{package.name} {package.version}", title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    missing = Text("(not sent by this server)", style="dim")
     rows: list[tuple[str, object]] = [
         ("package", package.package),
         ("date", package.date.isoformat()),
@@ -307,9 +327,30 @@ def _package_table(package: Package) -> Table:
         ("url", package.url),
         ("long description", package.long_description),
     ]
+    table = Table(title=f"{package.name} {package.version}", title_justify="left")
+    table.add_column("field", style="bold", no_wrap=True, min_width=widest(n for n, _ in rows))
+    # The package id is kept on one line; longer values (digests, addresses) fold.
+    table.add_column("value", overflow="fold", min_width=widest([package.package]))
+    missing = Text("(not sent by this server)", style="dim")
     for name, value in rows:
         table.add_row(name, missing if value is None else Text(str(value)))
     return table
+
+
+def _package_fields(package: Package) -> Iterator[tuple[str, str]]:
+    """Every field of the record with its canonical value; the source's as ``source.name`` etc."""
+    for field in dataclasses.fields(Package):
+        value = getattr(package, field.name)
+        if isinstance(value, Source):
+            for part in dataclasses.fields(Source):
+                yield f"{field.name}.{part.name}", _cell(getattr(value, part.name))
+        else:
+            yield field.name, _cell(value)
+
+
+def _show_package(package: Package) -> None:
+    columns = [Column("field"), Column("value")]
+    _show(_package_table(package), columns, list(_package_fields(package)))
 
 
 def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
@@ -323,28 +364,38 @@ def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
     table = Table(
         caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
     )
-    table.add_column(f"date ({shared_offset})" if shared_offset else "date", no_wrap=True)
-    table.add_column("nickname", min_width=8, overflow="fold")
-    table.add_column("paid", justify="right", no_wrap=True)
-    table.add_column("commission", justify="right", min_width=4)
-    table.add_column("scope", min_width=7)
-    table.add_column("platform", min_width=6)
+    cells: list[list[str]] = []
+
+    def add(heading: str, values: list[str], justify: JustifyMethod = "left") -> None:
+        # Every value here is a word to copy or compare whole (an id, a date, an amount, a
+        # status): no column is wrapped nor shortened, each at least as wide as its widest value.
+        table.add_column(
+            heading, justify=justify, no_wrap=True, min_width=widest([heading, *values])
+        )
+        cells.append(values)
+
+    date = "%Y-%m-%d %H:%M" if shared_offset else "%Y-%m-%d %H:%M %z"
+    add(
+        f"date ({shared_offset})" if shared_offset else "date",
+        [b.date.strftime(date) for b in buyers],
+    )
+    add("nickname", [b.nickname for b in buyers])
+    add("paid", [f"{format(b.total, 'f')} {b.currency}" for b in buyers], "right")
+    add("commission", [format(b.commission, "f") for b in buyers], "right")
+    add("scope", [b.allowed_for for b in buyers])
+    add("platform", [b.payment_platform for b in buyers])
     if shared_status is None:
-        table.add_column("status", min_width=9)
-    table.add_column("txn id", no_wrap=True)
-    for b in buyers:
-        cells = [
-            b.date.strftime("%Y-%m-%d %H:%M" if shared_offset else "%Y-%m-%d %H:%M %z"),
-            b.nickname,
-            f"{format(b.total, 'f')} {b.currency}",
-            format(b.commission, "f"),
-            b.allowed_for,
-            b.payment_platform,
-            *([] if shared_status else [b.status]),
-            b.txn_id,
-        ]
-        table.add_row(*(Text(cell) for cell in cells))
+        add("status", [b.status for b in buyers])
+    add("txn id", [b.txn_id for b in buyers])
+    for row in zip(*cells, strict=True):
+        table.add_row(*map(Text, row))
     return table
+
+
+def _show_buyers(buyers: Sequence[Buyer], caption: str) -> None:
+    names = [f.name for f in dataclasses.fields(Buyer)]
+    rows = [[_cell(getattr(b, name)) for name in names] for b in buyers]
+    _show(_buyers_table(buyers, caption), [Column(name) for name in names], rows)
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -370,7 +421,7 @@ def usage(
     elif output == "csv":
         _print_csv(result, ["date", "usage"])
     else:
-        Console().print(_usage_table(result))
+        _show_usage(result)
 
 
 @app.command("package")
@@ -389,7 +440,7 @@ def package(
     if as_json:
         _print_json(result)
     else:
-        Console().print(_package_table(result))
+        _show_package(result)
 
 
 @app.command("buyers")
@@ -434,4 +485,4 @@ def buyers(
     elif output == "csv":
         _print_csv(rows, [f.name for f in dataclasses.fields(Buyer)])
     else:
-        Console().print(_buyers_table(rows, caption))
+        _show_buyers(rows, caption)
