@@ -43,7 +43,7 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-typecheck: $(STAMP) ## mypy --strict on src/
+typecheck: $(STAMP) ## mypy --strict on src/ and tests/
 	$(BIN)/mypy
 
 $(BENCH_STAMP): $(STAMP)
@@ -60,4 +60,4 @@ bench-smoke: $(STAMP) wrk ## a 15-second run of the benchmark harness on a tiny 
 	$(BIN)/python bench/run.py --smoke
 
 clean: ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*
