@@ -2,8 +2,10 @@
 
 The server's address comes from ``--base-url`` or ``PKGCAT_BASE_URL``; the key
 only from ``PKGCAT_SECRET_KEY``, never from the command line, where it would
-land in shell history and process lists. Output is a table by default,
-``--json`` (the normalized result) or ``--csv`` (rows).
+land in shell history and process lists. Output is by default a table on a
+terminal, never cut, and plain tab-separated lines anywhere else (as the admin
+listings, :mod:`pkgcat.cli._tables`); or ``--json`` (the normalized result) or
+``--csv`` (rows).
 
 Exit codes (the table is :data:`EXIT_CODES`, documented in docs/client.md):
 0 success, 1 unexpected failure (a bug, with its traceback), 2 usage error,
