@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pkgcat.storage.migrate import upgrade
 from tests.servers import (
     PKGCAT,
     WAIT,
@@ -150,6 +151,7 @@ def database_url(tmp_path: Path) -> Iterator[str]:
     failure, or orphaned by a killed server, is killed then.
     """
     url = f"sqlite:///{tmp_path / 'served.db'}"
+    upgrade(url)  # an empty catalogue: `serve` refuses a database that is missing
     yield url
     kill_marked(url)
 
