@@ -14,13 +14,13 @@ a value is written as ``\\t``, ``\\n``, ``\\r`` or ``\\\\`` so that every row st
 one line.
 
 A command whose table is not a plain listing (a chart, a record, a page with a
-caption) draws its own rich table and prints it with :func:`print_table`, and
-its plain lines with :func:`print_plain`, under the same rule.
+caption) builds its own rich table and hands it, with its plain columns and rows,
+to :func:`show`, which makes the same choice as :func:`print_rows`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -104,18 +104,26 @@ def print_table(table: Table, console: Console) -> None:
     console.print(table, crop=False)
 
 
-def print_rows(
+def show(
     columns: Sequence[Column],
     rows: Iterable[Sequence[object]],
+    table: Callable[[], Table],
     *,
     console: Console | None = None,
 ) -> None:
-    """Print ``rows`` (one value per column; ``None`` prints empty) as a table or plain lines."""
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    """On a terminal the table ``table()`` builds, drawn whole; anywhere else plain lines.
+
+    The one place that chooses between the two. The plain lines are the field names
+    of ``columns``, then ``rows``; the table is built only when it is drawn.
+    """
     out = console or Console()
-    if not out.is_terminal:
-        print_plain(columns, cells)
-        return
+    if out.is_terminal:
+        print_table(table(), out)
+    else:
+        print_plain(columns, rows)
+
+
+def _listing(columns: Sequence[Column], cells: Sequence[Sequence[str]]) -> Table:
     # No rules: a row copied from the terminal holds the values and spaces only.
     table = Table(box=None, pad_edge=False)
     shown = [[c.shown(v) for c, v in zip(columns, row, strict=True)] for row in cells]
@@ -134,4 +142,15 @@ def print_rows(
         )
     for row in shown:
         table.add_row(*map(Text, row))
-    print_table(table, out)
+    return table
+
+
+def print_rows(
+    columns: Sequence[Column],
+    rows: Iterable[Sequence[object]],
+    *,
+    console: Console | None = None,
+) -> None:
+    """Print ``rows`` (one value per column; ``None`` prints empty) as a table or plain lines."""
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    show(columns, cells, lambda: _listing(columns, cells), console=console)

@@ -1,7 +1,9 @@
 """``pkgcat client``: read any server of the API family from a terminal, through :mod:`pkgcat.client`.
 
-The server's address comes from ``--base-url`` or ``PKGCAT_BASE_URL``; the key
-only from ``PKGCAT_SECRET_KEY``, never from the command line, where it would
+The server's address comes from ``--base-url``, else ``PKGCAT_BASE_URL``, else
+``base_url`` in the user's config file (:func:`_config_file`), else
+``http://127.0.0.1:8000``. The key comes from ``PKGCAT_SECRET_KEY``, else
+``secret_key`` in the config file, never from the command line, where it would
 land in shell history and process lists. Output is by default a table on a
 terminal, never cut, and plain tab-separated lines anywhere else (as the admin
 listings, :mod:`pkgcat.cli._tables`); or ``--json`` (the normalized result) or
@@ -26,7 +28,7 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -37,12 +39,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import httpx
 import typer
 from rich import box
-from rich.console import Console, JustifyMethod
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
 from pkgcat.cli import group
-from pkgcat.cli._tables import Column, print_plain, print_table, widest
+from pkgcat.cli._tables import Column, show, widest
 from pkgcat.client import (
     APIConnectionError,
     APIError,
@@ -254,14 +256,6 @@ def _print_csv(rows: Sequence[object], header: Sequence[str]) -> None:
 # plain tab-separated lines of the canonical values (see pkgcat.cli._tables).
 
 
-def _show(table: Table, columns: Sequence[Column], rows: Iterable[Sequence[object]]) -> None:
-    console = Console()
-    if console.is_terminal:
-        print_table(table, console)
-    else:
-        print_plain(columns, rows)
-
-
 def _bar(value: int, largest: int) -> str:
     """A horizontal bar, ``BAR_WIDTH`` cells for the largest value, to an eighth of a cell."""
     if largest <= 0 or value <= 0:
@@ -292,7 +286,7 @@ def _usage_table(days: list[UsageDay]) -> Table:
 
 def _show_usage(days: list[UsageDay]) -> None:
     columns = [Column("date"), Column("usage")]
-    _show(_usage_table(days), columns, [(_cell(d.date), d.usage) for d in days])
+    show(columns, [(_cell(d.date), d.usage) for d in days], lambda: _usage_table(days))
 
 
 def _price(package: Package) -> str:
@@ -352,7 +346,7 @@ def _package_fields(package: Package) -> Iterator[tuple[str, str]]:
 
 def _show_package(package: Package) -> None:
     columns = [Column("field"), Column("value")]
-    _show(_package_table(package), columns, list(_package_fields(package)))
+    show(columns, list(_package_fields(package)), lambda: _package_table(package))
 
 
 def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
@@ -397,7 +391,7 @@ def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
 def _show_buyers(buyers: Sequence[Buyer], caption: str) -> None:
     names = [f.name for f in dataclasses.fields(Buyer)]
     rows = [[_cell(getattr(b, name)) for name in names] for b in buyers]
-    _show(_buyers_table(buyers, caption), [Column(name) for name in names], rows)
+    show([Column(name) for name in names], rows, lambda: _buyers_table(buyers, caption))
 
 
 # --- commands -------------------------------------------------------------------------------
