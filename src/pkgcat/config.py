@@ -6,6 +6,7 @@ worker) builds a :class:`Settings` and hands it to :func:`pkgcat.app.create_app`
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -20,6 +21,8 @@ DEFAULT_DATABASE_URL = "sqlite:///./pkgcat.db"
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}
 """The addresses redis-py's ``from_url`` reads."""
 _LIMIT_STORAGES = {"memory", *_REDIS_SCHEMES}
+_BACKEND_MODULES: dict[str, tuple[str, ...]] = {"sqlite": (), "postgresql": ("asyncpg", "psycopg")}
+"""The backends pkgcat runs on, and the drivers each needs beyond the server's own."""
 DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
 _ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
@@ -100,6 +103,34 @@ class Settings(BaseSettings):
         """``architectures`` as a tuple, most preferred first."""
         return tuple(self.architectures.split(","))
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_address(cls, value: str) -> str:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            backend = make_url(value).get_backend_name()
+        except (
+            ArgumentError,
+            ValueError,
+        ):  # the address itself is not shown: it may hold a password
+            raise ValueError(
+                "not a database address; write sqlite:///path/to/pkgcat.db or "
+                "postgresql://user:password@host:5432/database"
+            ) from None
+        if backend not in _BACKEND_MODULES:
+            raise ValueError(f"pkgcat runs on sqlite:/// or postgresql://, not {backend!r}")
+        _require(_BACKEND_MODULES[backend], "postgres")
+        return value
+
+    @property
+    def shared_limit_url(self) -> str | None:
+        """The Redis that holds the rate limit, if any (``rate_limit_storage`` is its older name)."""
+        if self.redis_url is not None:
+            return self.redis_url
+        return None if self.rate_limit_storage.startswith("memory") else self.rate_limit_storage
+
     @field_validator("rate_limit_storage")
     @classmethod
     def _known_storage(cls, value: str) -> str:
@@ -108,6 +139,8 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"{value!r} is not a rate-limit storage; use memory:// or redis://HOST:PORT"
             )
+        if scheme != "memory":
+            _require(("redis",), "redis")
         return value
 
     @field_validator("redis_url")
@@ -119,6 +152,8 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"not a Redis address (scheme {scheme!r}); use redis://HOST:PORT/DB or rediss://"
             )
+        if value is not None:
+            _require(("redis",), "redis")
         return value
 
     @field_validator("rate_limit")
@@ -131,6 +166,17 @@ class Settings(BaseSettings):
                 f"{value!r} is not a rate limit; write it like '3600/hour' or '5/minute'"
             ) from None
         return value
+
+
+def _require(modules: tuple[str, ...], extra: str) -> None:
+    """Raise ``ValueError`` naming the install command when a backend's driver is missing."""
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ValueError:  # listed in sys.modules as not importable
+            found = False
+        if not found:
+            raise ValueError(f"needs the {module} driver: pip install 'pkgcat[{extra}]'")
 
 
 def check_timezone(name: str) -> str:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import head_revision
 from tests.backends import PostgresDatabases
 from tests.conftest import BACKENDS
+from tests.servers import environment, serving
 
 # Commands that read or write a catalogue; none of them may make one.
 USERS = [
@@ -80,11 +82,13 @@ def test_a_missing_sqlite_file_is_named_and_not_created(
 def test_the_default_database_is_not_created_either(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Named by its full path: the point is to show a command run from the wrong folder."""
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["key", "list"])
-    assert result.exit_code == 2
-    assert "no database at pkgcat.db (sqlite:///./pkgcat.db)" in result.stderr
-    assert list(tmp_path.iterdir()) == []
+    for args in (["key", "list"], ["serve"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2
+        assert f"no database at {tmp_path / 'pkgcat.db'} (sqlite:///./pkgcat.db)" in result.stderr
+        assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("args", USERS[:3], ids=lambda a: " ".join(a[:2]))
@@ -150,3 +154,68 @@ def test_a_database_error_inside_a_command_is_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"error: database sqlite:///{file}: no such table: sources\n"
+
+
+def test_passwords_in_the_query_are_masked_too() -> None:
+    url = "postgresql://seller@127.0.0.1:1/none?password=s3cr3tpw&sslmode=disable"
+    result = invoke(url, "migrate")
+    assert result.exit_code == 2
+    assert "postgresql://seller@127.0.0.1:1/none?password=***&sslmode=disable" in result.stderr
+    assert "s3cr3tpw" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql://seller:s3cr3tpw@db:port/none", "not a database address"),
+        ("mysql://seller:s3cr3tpw@db/none", "pkgcat runs on sqlite:/// or postgresql://"),
+    ],
+)
+def test_an_unusable_database_address_is_one_line(url: str, says: str) -> None:
+    for args in (("key", "list"), ("migrate",), ("serve",)):
+        result = invoke(url, *args)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("error: PKGCAT_DATABASE_URL:")
+        assert says in result.stderr
+        assert result.stderr.count("\n") == 1
+        assert "s3cr3tpw" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "driver", "extra"),
+    [
+        ("PKGCAT_DATABASE_URL", "postgresql://seller@127.0.0.1:1/none", "asyncpg", "postgres"),
+        ("PKGCAT_REDIS_URL", "redis://127.0.0.1:1/0", "redis", "redis"),
+    ],
+)
+def test_a_missing_driver_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    variable: str,
+    value: str,
+    driver: str,
+    extra: str,
+) -> None:
+    monkeypatch.setitem(sys.modules, driver, None)  # as if that extra were not installed
+    env = {"PKGCAT_DATABASE_URL": f"sqlite:///{tmp_path / 'absent.db'}", variable: value}
+    result = CliRunner().invoke(cli, ["key", "list"], env=env)
+    assert result.exit_code == 2
+    assert f"needs the {driver} driver: pip install 'pkgcat[{extra}]'" in result.stderr
+
+
+@pytest.mark.server
+def test_serve_names_what_it_serves_with_passwords_masked(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    """The limiter named is the one in use, whichever of its two settings names it."""
+    with_password = postgres_url.replace("://postgres@", "://postgres:s3cr3tpw@")
+    assert with_password != postgres_url  # trust authentication ignores the password
+    env = environment(with_password, rate_limit_storage=redis_url.replace("://", "://:s3cr3tpw@"))
+    with serving(env, tmp_path / "server.log") as served:
+        banner = (tmp_path / "server.log").read_text()
+    assert f"pkgcat {version('pkgcat')}: serving the Package Catalogue API" in banner
+    assert f"database  {postgres_url.replace('://postgres@', '://postgres:***@')}" in banner
+    assert f"limiter   {redis_url.replace('://', '://:***@')}" in banner
+    assert f"API       {served.base}/1.0/" in banner
+    assert f"docs      {served.base}/docs" in banner
+    assert "s3cr3tpw" not in banner

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import orjson
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from sqlalchemy.engine import make_url
 
 from pkgcat.cli._failures import database_failure, first_line, shown_url
 from pkgcat.config import Settings
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
+from pkgcat.storage.engine import backend_name
 from pkgcat.storage.migrate import current_revision, upgrade
+from pkgcat.storage.sqlite.connection import sqlite_path
+
+T = TypeVar("T")
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -43,11 +46,23 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def _sqlite_file(database_url: str) -> Path | None:
-    """The file a SQLite URL names (``None`` for other backends and in-memory databases)."""
-    url = make_url(database_url)
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+    """The file a SQLite URL names (``None`` for other backends, whose server is asked instead)."""
+    if backend_name(database_url) != "sqlite":
         return None
-    return Path(url.database)
+    try:
+        return Path(sqlite_path(database_url))
+    except ValueError:  # in-memory: nothing on disk to look for
+        return None
+
+
+def _step(verb: str, shown: str, step: Callable[[], T]) -> T:
+    """``step()``, a database failure in it told as one line and exit code 2."""
+    try:
+        return step()
+    except Exception as error:
+        if database_failure(error) is None:
+            raise
+        fail(f"cannot {verb} {shown}: {first_line(error)}", 2)
 
 
 def migrated(settings: Settings, *, create: bool = False) -> Settings:
@@ -63,24 +78,13 @@ def migrated(settings: Settings, *, create: bool = False) -> Settings:
         file = _sqlite_file(settings.database_url)
         if file is not None and not file.exists():
             fail(
-                f"no database at {file} ({shown}); create one with `pkgcat init`, or set "
-                "PKGCAT_DATABASE_URL to the catalogue's database",
+                f"no database at {file.resolve()} ({shown}); create one with `pkgcat init`, "
+                "or set PKGCAT_DATABASE_URL to the catalogue's database",
                 2,
             )
-        try:
-            revision = current_revision(settings.database_url)
-        except Exception as error:
-            if database_failure(error) is None:
-                raise
-            fail(f"cannot open {shown}: {first_line(error)}", 2)
-        if revision is None:
+        if _step("open", shown, lambda: current_revision(settings.database_url)) is None:
             fail(f"{shown} holds no pkgcat catalogue; `pkgcat init` creates one there", 2)
-    try:
-        upgrade(settings.database_url)
-    except Exception as error:
-        if database_failure(error) is None:
-            raise
-        fail(f"cannot migrate {shown}: {first_line(error)}", 2)
+    _step("migrate", shown, lambda: upgrade(settings.database_url))
     return settings
 
 

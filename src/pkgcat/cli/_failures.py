@@ -7,15 +7,21 @@ import os
 _DATABASE_PACKAGES = frozenset({"sqlalchemy", "alembic", "sqlite3", "psycopg", "asyncpg"})
 
 
-def shown_url(database_url: str) -> str:
-    """A database URL fit for a terminal or a log: any password masked."""
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""Query parameters the drivers read a password from (``?password=`` works like ``user:pw@``)."""
+
+
+def shown_url(address: str) -> str:
+    """A database or Redis address fit for a terminal or a log: every password masked."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
     try:
-        return make_url(database_url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "(an unreadable PKGCAT_DATABASE_URL)"
+        url = make_url(address)
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return "(an unreadable address)"
+    secrets = {name: "***" for name in url.query if name.lower() in _SECRET_PARAMETERS}
+    return url.update_query_dict(secrets).render_as_string(hide_password=True).replace("%2A", "*")
 
 
 def first_line(error: BaseException) -> str:

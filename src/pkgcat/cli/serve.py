@@ -33,8 +33,7 @@ def serve(
     except Exception as error:  # any setting the app cannot be built from
         fail(str(error), 2)
     migrated(settings)
-    in_memory = settings.redis_url is None and settings.rate_limit_storage.startswith("memory")
-    if settings.workers > 1 and in_memory:
+    if settings.workers > 1 and settings.shared_limit_url is None:
         stderr.print(
             "warning: with several workers and no PKGCAT_REDIS_URL, each worker keeps its own "
             "rate-limit counts; set PKGCAT_REDIS_URL=redis://HOST:PORT/DB to share one limit"
@@ -72,7 +71,8 @@ def _print_banner(settings: Settings) -> None:
     """What is being served, from where, and where to look: on stderr, once, before serving."""
     base = f"http://{settings.host}:{settings.port}"
     workers = f"{settings.workers} worker{'s' if settings.workers > 1 else ''}"
-    limiter = shown_url(settings.redis_url) if settings.redis_url else "in this process"
+    shared = settings.shared_limit_url
+    limiter = shown_url(shared) if shared else "in this process"
     lines = [
         f"pkgcat {__version__}: serving the Package Catalogue API",
         f"  database  {shown_url(settings.database_url)}",

@@ -56,9 +56,7 @@ def _database(settings: Settings) -> tuple[CatalogueReader, ChangeFeed, UsageCou
 
 
 def _limiter(settings: Settings) -> RateLimiter:
-    redis_url = settings.redis_url
-    if redis_url is None and not settings.rate_limit_storage.startswith("memory"):
-        redis_url = settings.rate_limit_storage  # the older spelling of the same choice
+    redis_url = settings.shared_limit_url
     if redis_url is not None:
         from pkgcat.storage.redis.limiter import RedisLimiter
 
