@@ -238,13 +238,20 @@ def api(make_api: AppFactory) -> Api:
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests see only the settings they give, never the developer's PKGCAT_* variables."""
+def _clean_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Tests see only the settings they give, never the developer's PKGCAT_* variables.
+
+    Nor the developer's ``pkgcat client`` config file: the user's configuration folder
+    is an empty one of the test's own.
+    """
     import os
 
     for name in list(os.environ):
         if name.startswith("PKGCAT_") and not name.startswith("PKGCAT_TEST_"):
             monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @pytest.fixture

@@ -118,7 +118,7 @@ PackageId = Annotated[str, typer.Argument(metavar="ID", help="Package identifier
 def _config_path() -> Path:
     from platformdirs import user_config_path
 
-    return user_config_path("pkgcat") / "config.toml"
+    return user_config_path("pkgcat", appauthor=False) / "config.toml"
 
 
 def _config_file() -> dict[str, str]:
@@ -126,7 +126,7 @@ def _config_file() -> dict[str, str]:
 
     Both are optional; the environment and ``--base-url`` win over the file. A
     file holding a key that other users can read is refused, as ssh refuses a
-    private key others can read.
+    private key others can read (on POSIX systems, where the mode says so).
     """
     path = _config_path()
     try:
@@ -150,7 +150,7 @@ def _config_file() -> dict[str, str]:
         if not isinstance(value, str) or not value.strip():
             _fail(f"{path}: {name} must be a non-empty string", EXIT_USAGE)
         found[name] = value.strip()
-    if "secret_key" in found and path.stat().st_mode & 0o077:
+    if "secret_key" in found and os.name == "posix" and path.stat().st_mode & 0o077:
         _fail(
             f"{path} holds a secret key and others can read it; run: chmod 600 {path}",
             EXIT_USAGE,

@@ -111,6 +111,6 @@ def _print_try(settings: Settings, key: str, app: catalogue.DemoApp) -> None:
     stdout.print("or, with pkgcat's own client (it reads the key from the environment):")
     for line in (
         f"export PKGCAT_SECRET_KEY={key}",
-        f"pkgcat client details {app.paid_package} --base-url {base_url}",
+        f"pkgcat client package {app.paid_package} --base-url {base_url}",
     ):
         stdout.print("  " + line, highlight=False, soft_wrap=True)
