@@ -15,14 +15,14 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import TypeVar
 
-import pytest
 from sqlalchemy import text
 
 from pkgcat import keys
 from pkgcat.config import Settings
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.backends import Storage, open_storage
-from pkgcat.storage.engine import engine_for
+from pkgcat.storage.engine import engine_for, write_transaction
+from pkgcat.storage.writes import removal
 from tests import factories as f
 from tests.conftest import Clock, stored_count
 
@@ -85,17 +85,118 @@ def test_usage_read_by_one_worker_includes_every_workers_counts(
     run(database_url, work)
 
 
+def test_counts_of_a_deleted_application_are_dropped_and_the_others_land(
+    database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
+) -> None:
+    # Requests past authentication when the operator deleted their application (3).
+    admin.delete_application("Beta", "beta-a", cascade=True)
+
+    async def work(storage: Storage) -> None:
+        await asyncio.gather(
+            storage.usage.record(3, DAY, 3, WHEN),
+            storage.usage.record(1, DAY, 1, WHEN),
+            storage.usage.record(999, DAY, 3, WHEN),  # never existed
+        )
+
+    run(database_url, work)
+    assert stored_count(database_url, 1) == 1
+    assert stored_count(database_url, 3) == 0
+    assert stored_count(database_url, 999) == 0
+
+
+async def waiting_for_a_lock(database_url: str, timeout: float = 5.0) -> None:
+    """Return once a statement of the counter waits for a lock another transaction holds.
+
+    PostgreSQL shows it in ``pg_stat_activity``. SQLite shows nothing: the
+    counter's commit is tried within the next turns of the loop, finds the write
+    lock taken and retries later, so yielding a few turns is enough there.
+    """
+    if not database_url.startswith("postgres"):
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return
+    engine = engine_for(database_url)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            with engine.connect() as db:
+                waiting = db.execute(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND wait_event_type = 'Lock' AND query LIKE '%usage_days%'"
+                    )
+                ).scalar_one()
+            if waiting:
+                return
+            assert time.monotonic() < deadline, "the count never waited for the delete's lock"
+            await asyncio.sleep(0.005)  # polling the server, not timing anything
+    finally:
+        engine.dispose()
+
+
+def test_a_count_waits_for_a_delete_under_way_and_counts_only_what_is_left(
+    database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> None:
+        await storage.usage.record(1, DAY, 1, WHEN)  # the worker's connection is open
+        with write_transaction(admin.engine) as db:
+            removal.delete_application(db, 3, "application 'beta-a'", cascade=True)
+            counting = asyncio.gather(
+                storage.usage.record(3, DAY, 3, WHEN), storage.usage.record(1, DAY, 1, WHEN)
+            )
+            await waiting_for_a_lock(database_url)
+            assert not counting.done()
+        # The delete has committed: the count of the deleted application is dropped.
+        await counting
+
+    run(database_url, work)
+    assert stored_count(database_url, 1) == 2
+    assert stored_count(database_url, 3) == 0
+
+
+def refuse_counts_on(database_url: str, day: date) -> None:
+    """Make the database itself refuse any count on ``day`` (a trigger, or a CHECK constraint)."""
+    engine = engine_for(database_url)
+    refused = day.isoformat()  # a date, not input: safe to write into the statement
+    try:
+        with engine.begin() as db:
+            if db.dialect.name == "sqlite":
+                db.execute(
+                    text(
+                        "CREATE TRIGGER refuse_day BEFORE INSERT ON usage_days"
+                        f" WHEN NEW.day = '{refused}' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+                    )
+                )
+            else:
+                db.execute(
+                    text(
+                        "ALTER TABLE usage_days ADD CONSTRAINT refuse_day"
+                        f" CHECK (day <> '{refused}')"
+                    )
+                )
+    finally:
+        engine.dispose()
+
+
 def test_a_failing_count_fails_its_callers_and_the_next_one_lands(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
+    refused = DAY - timedelta(days=1)
+    refuse_counts_on(database_url, refused)
+
     async def work(storage: Storage) -> None:
-        with pytest.raises(Exception, match=r"(?i)foreign key"):
-            await storage.usage.record(999, DAY, 1, WHEN)  # no such application
+        # One batch: the database refuses one of its counts, so the whole commit fails.
+        outcomes = await asyncio.gather(
+            storage.usage.record(1, refused, 1, WHEN),
+            storage.usage.record(2, DAY, 2, WHEN),
+            return_exceptions=True,
+        )
+        assert all(isinstance(o, Exception) and "refuse" in str(o) for o in outcomes), outcomes
         await storage.usage.record(1, DAY, 1, WHEN)
 
     run(database_url, work)
     assert stored_count(database_url, 1) == 1
-    assert stored_count(database_url, 999) == 0
+    assert stored_count(database_url, 2) == 0
 
 
 def test_a_cancelled_caller_does_not_cancel_the_others_count(

@@ -90,10 +90,17 @@ def test_a_failing_statement_rolls_back_and_the_next_commit_works(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
     store = SqliteCounter(SqliteDatabase(database_url))
+    refused = DAY.replace(day=1)
+    with sqlite3.connect(sqlite_path(database_url)) as db:
+        # The database itself refuses any count on that day.
+        db.execute(
+            "CREATE TRIGGER refuse_day BEFORE INSERT ON usage_days"
+            f" WHEN NEW.day = '{refused.isoformat()}' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
 
     async def main() -> None:
-        with pytest.raises(sqlite3.IntegrityError):
-            await store.record(999, DAY, 1, WHEN)  # no such application: a foreign key fails
+        with pytest.raises(sqlite3.IntegrityError, match="refused"):
+            await store.record(1, refused, 1, WHEN)
         await store.record(1, DAY, 1, WHEN)
 
     asyncio.run(main())

@@ -10,8 +10,11 @@ connection set-up is written once: SQLite's pragmas come from
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 
 
 def backend_name(database_url: str) -> str:
@@ -32,3 +35,20 @@ def engine_for(database_url: str) -> Engine:
 
         event.listen(engine, "connect", on_connect)
     return engine
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that reads and writes as one unit: committed at the end, rolled back on error.
+
+    On SQLite it holds the write lock from its first statement (``BEGIN
+    IMMEDIATE``). SQLite's driver otherwise starts the transaction at the first
+    write only, so the reads before it (what a delete counts, what a command
+    checks) would not be part of it, and another writer could change them before
+    the write. On PostgreSQL it is an ordinary transaction; the rows a unit of
+    work relies on are locked with ``FOR UPDATE`` where it reads them.
+    """
+    with engine.begin() as db:
+        if db.dialect.name == "sqlite":
+            db.exec_driver_sql("BEGIN IMMEDIATE")
+        yield db

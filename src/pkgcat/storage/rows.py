@@ -82,8 +82,12 @@ SELECT day, count FROM usage_days
 WHERE application_id = ? AND day >= ? AND day <= ?
 """
 
+# Parameters: day, count, application. Counts only an application that still
+# exists: one deleted while its request was under way is gone, and its count
+# with it, instead of failing the foreign key and every other count of the batch.
 INCREMENT = """
-INSERT INTO usage_days (application_id, day, count) VALUES (?, ?, ?)
+INSERT INTO usage_days (application_id, day, count)
+SELECT id, ?, ? FROM applications WHERE id = ?
 ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
 """
 

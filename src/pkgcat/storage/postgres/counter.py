@@ -9,6 +9,10 @@ under load a round trip carries as many counts as arrived during the last.
 Rows are written in (application, day) order, so two workers' batches
 touching the same rows wait for each other instead of deadlocking.
 
+A count of an application deleted while its request was under way (``pkgcat
+app delete`` or ``source delete --cascade`` on a serving database) is dropped
+with the application; the batch's other counts land.
+
 Last-used times (at most one write a minute per key and worker) follow in a
 second statement of the same batch, which locks the key rows in id order
 first, for the same reason.
@@ -23,9 +27,17 @@ from pkgcat.storage import rows
 from pkgcat.storage.last_used import LastUsed
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
+# Only the applications that exist are counted, their rows locked FOR KEY SHARE
+# (what the foreign key check takes anyway): a delete in progress is waited
+# for, and then its application drops out of the join instead of failing the
+# foreign key, and with it every other count of the batch.
 _COUNT = """
 INSERT INTO usage_days (application_id, day, count)
-SELECT * FROM unnest($1::integer[], $2::text[], $3::bigint[])
+SELECT c.application_id, c.day, c.count
+FROM unnest($1::integer[], $2::text[], $3::bigint[]) AS c(application_id, day, count)
+JOIN applications AS a ON a.id = c.application_id
+ORDER BY c.application_id, c.day
+FOR KEY SHARE OF a
 ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
 """
 _TOUCH = """

@@ -10,6 +10,11 @@ blocking the loop, for up to ``busy_budget`` seconds; then the waiting
 requests fail (code 15). Every worker commits to the same file, so
 :meth:`~SqliteCounter.usage` read by any worker includes every worker's counts.
 
+A count of an application deleted while its request was under way (``pkgcat
+app delete`` or ``source delete --cascade`` on a serving database) is dropped
+with the application (:data:`~pkgcat.storage.rows.INCREMENT` checks that it
+exists, under the same write lock as the insert); the batch's other counts land.
+
 WAL checkpoints run on a thread of their own, never inside a request's commit.
 """
 
@@ -84,7 +89,7 @@ class SqliteCounter:
             db = self._database.db
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(rows.INCREMENT, [(a, d, n) for (a, d), n in self._counts.items()])
+                db.executemany(rows.INCREMENT, [(d, n, a) for (a, d), n in self._counts.items()])
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
                 db.execute("COMMIT")
             finally:
