@@ -13,10 +13,13 @@ from datetime import date
 from typing import Any
 
 import pytest
+from sqlalchemy import event, text
+from sqlalchemy.exc import IntegrityError, OperationalError
 from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli_app
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, stored_count
 
 USAGE = "/1.0/application/usage.json"
@@ -75,6 +78,23 @@ def test_app_list_filters_by_source_and_shows_effective_settings(
     unknown = cli("app", "list", "--source", "Gamma")
     assert unknown.exit_code == 1
     assert "no source named 'Gamma'" in unknown.stderr
+
+
+def test_listings_order_names_the_same_way_on_every_backend(cli: Cli) -> None:
+    # Case and accents: bytes would put "Zeta" before "alpha", and "Émile" anywhere a
+    # collation likes; every backend lists them by name with case folded.
+    names = ["Émile", "beta", "alpha", "Zeta", "Alpha"]
+    expected = ["Alpha", "alpha", "beta", "Zeta", "Émile"]
+    for n, name in enumerate(names):
+        assert cli("source", "add", name, "--url", f"https://s{n}.example/").exit_code == 0
+    for name in names:
+        assert cli("app", "create", "--source", "beta", "--name", name).exit_code == 0
+    assert [s["name"] for s in listed(cli, "source", "list")] == expected
+    assert [a["name"] for a in listed(cli, "app", "list")] == expected
+    assert [k["application"] for k in listed(cli, "key", "list")] == expected
+    unknown = cli("source", "delete", "Gamma")
+    assert unknown.exit_code == 1
+    assert f"known sources: {', '.join(expected)}" in unknown.stderr
 
 
 @pytest.mark.parametrize("listing", LISTINGS, ids=" ".join)
@@ -169,6 +189,67 @@ def test_an_application_without_keys_is_deleted_without_cascade(
     missing = cli("app", "delete", "--source", "Beta", "--app", "beta-a")
     assert missing.exit_code == 1
     assert "source 'Beta' has no application named 'beta-a'" in missing.stderr
+
+
+def write_at_once(database_url: str, statement: str) -> str:
+    """``statement`` from another connection that waits for no lock: what became of it."""
+    engine = engine_for(database_url)
+    try:
+        with engine.begin() as db:
+            if db.dialect.name == "sqlite":
+                db.exec_driver_sql("PRAGMA busy_timeout=0")
+            else:
+                db.exec_driver_sql("SET LOCAL lock_timeout = '10ms'")
+            db.execute(text(statement))
+        return "written"
+    except OperationalError:
+        return "kept out"  # a lock it would have had to wait for
+    except IntegrityError:
+        return "refused"  # what it refers to is gone
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("kind", ["source", "app"])
+def test_a_dependant_added_while_a_delete_runs_never_goes_with_it(
+    admin: CatalogueAdmin, database_url: str, kind: str
+) -> None:
+    """Another writer adds an application (a key) just as the delete of its source (app) starts."""
+    admin.add_source("Gamma", "https://gamma.example/")
+    if kind == "source":
+        added = "INSERT INTO applications (source_id, name, created_at) VALUES ({id}, 'late', 0)"
+        target = admin.list_sources()[0].id
+
+        def remove() -> object:
+            return admin.delete_source("Gamma")
+    else:
+        issued = admin.create_application("Gamma", "tool")
+        admin.revoke_key(issued.prefix)
+        admin.delete_key(issued.prefix)  # the application has nothing left
+        added = (
+            "INSERT INTO secret_keys (application_id, key_hash, prefix, created_at)"
+            " VALUES ({id}, 'late-hash', 'pkc_late0000', 0)"
+        )
+        target = issued.application.id
+
+        def remove() -> object:
+            return admin.delete_application("Gamma", "tool")
+
+    outcomes: list[str] = []
+
+    def meanwhile(_db: object, _cursor: object, statement: str, *_: object) -> None:
+        if statement.lstrip().upper().startswith("DELETE") and not outcomes:
+            outcomes.append(write_at_once(database_url, added.format(id=target)))
+
+    event.listen(admin.engine, "before_cursor_execute", meanwhile)
+    try:
+        remove()
+    finally:
+        event.remove(admin.engine, "before_cursor_execute", meanwhile)
+    # The delete held its lock from its count on: the other writer would have waited
+    # for it (here it cannot: it runs in the delete's own thread), then found it gone.
+    assert outcomes == ["kept out"]
+    assert write_at_once(database_url, added.format(id=target)) == "refused"
 
 
 # Keys -------------------------------------------------------------------------------------------

@@ -2,7 +2,13 @@
 
 Portable across the databases SQLAlchemy speaks; the request path does not
 use this module. Each public method is one transaction: it commits whole or
-not at all.
+not at all, and one that writes holds it from its first read on
+(:func:`~pkgcat.storage.engine.write_transaction`), so what it checked still
+holds when it writes.
+
+Listings are ordered here, not by the database: by name with case folded, then
+by the name itself, the same on every backend (an ``ORDER BY`` would follow
+PostgreSQL's collation, and SQLite's bytes).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from sqlalchemy.engine import Connection
 from pkgcat import keys
 from pkgcat.domain import Application, Shape, Source
 from pkgcat.storage import schema as t
-from pkgcat.storage.engine import engine_for
+from pkgcat.storage.engine import engine_for, write_transaction
 from pkgcat.storage.writes import removal, sources
 
 # Re-exported: the rules live with the other writes; callers import them from here.
@@ -97,6 +103,11 @@ def _now() -> int:
     return int(time.time())
 
 
+def _by_name(name: str) -> tuple[str, str]:
+    """The sort key of a name in listings: ``alpha``, ``Beta``, ``beta``, ``zeta``, ``Émile``."""
+    return (name.casefold(), name)
+
+
 def _source(row: Any) -> Source:
     return Source(id=row.id, name=row.name, origin=row.origin, url=row.url)
 
@@ -140,7 +151,7 @@ class CatalogueAdmin:
     # Sources ---------------------------------------------------------------
 
     def add_source(self, name: str, url: str, origin: str = "") -> Source:
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             return sources.add_source(db, name, url, origin=origin, now=_now())
 
     def list_sources(self) -> list[SourceInfo]:
@@ -155,20 +166,21 @@ class CatalogueAdmin:
             count(t.packages.c.source_id).label("packages"),
             count(t.applications.c.source_id).label("applications"),
             count(t.purchases.c.source_id).label("purchases"),
-        ).order_by(s.c.name)  # fmt: skip
+        )  # fmt: skip
         with self.engine.connect() as db:
-            return [SourceInfo(**row._mapping) for row in db.execute(query)]
+            found = [SourceInfo(**row._mapping) for row in db.execute(query)]
+        return sorted(found, key=lambda s: _by_name(s.name))
 
     def delete_source(self, name: str, *, cascade: bool = False) -> Dependants:
         """Delete a source; with ``cascade``, with everything of it. Returns what went with it."""
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             src = self._source_named(db, name)
             return removal.delete_source(db, src.id, src.name, cascade=cascade)
 
     def _source_named(self, db: Connection, name: str) -> Source:
         row = db.execute(select(t.sources).where(t.sources.c.name == name)).first()
         if row is None:
-            known = db.execute(select(t.sources.c.name).order_by(t.sources.c.name)).scalars().all()
+            known = sorted(db.execute(select(t.sources.c.name)).scalars(), key=_by_name)
             hint = (
                 f"; known sources: {', '.join(known)}"
                 if known
@@ -183,7 +195,7 @@ class CatalogueAdmin:
         self, source: str, name: str, shape: Shape | None = None, timezone: str | None = None
     ) -> IssuedKey:
         """A new application of ``source`` with its first key."""
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             src = self._source_named(db, source)
             exists = db.execute(
                 select(t.applications.c.id).where(
@@ -205,7 +217,7 @@ class CatalogueAdmin:
 
     def create_key(self, source: str, application: str) -> IssuedKey:
         """Another key for an existing application (keys can be rotated without downtime)."""
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             src = self._source_named(db, source)
             return self._issue(db, self._application_named(db, src, application), src)
 
@@ -231,16 +243,16 @@ class CatalogueAdmin:
                 keys_of.where(k.c.revoked_at.is_(None)).scalar_subquery().label("live_keys"),
             )
             .join(t.sources, t.sources.c.id == a.c.source_id)
-            .order_by(t.sources.c.name, a.c.name)
         )  # fmt: skip
         with self.engine.connect() as db:
             if source is not None:
                 query = query.where(a.c.source_id == self._source_named(db, source).id)
-            return [ApplicationInfo(**row._mapping) for row in db.execute(query)]
+            found = [ApplicationInfo(**row._mapping) for row in db.execute(query)]
+        return sorted(found, key=lambda a: (_by_name(a.source), _by_name(a.name)))
 
     def delete_application(self, source: str, name: str, *, cascade: bool = False) -> Dependants:
         """Delete an application; with ``cascade``, with its keys and usage. Returns what went."""
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             src = self._source_named(db, source)
             app = self._application_named(db, src, name)
             return removal.delete_application(
@@ -267,7 +279,7 @@ class CatalogueAdmin:
         changes and the revocation says it was ``already`` done: revoking is
         idempotent, so a script may run it twice.
         """
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             rows = self._keys_starting(db, prefix)
             live = [r for r in rows if r.revoked_at is None]
             if len(live) > 1:
@@ -287,7 +299,7 @@ class CatalogueAdmin:
 
     def delete_key(self, prefix: str) -> KeyInfo:
         """Delete a revoked key's row, its record of use with it; a live key is refused."""
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             rows = self._keys_starting(db, prefix)
             if not rows:
                 raise AdminError(f"no key starts with {prefix!r}")
@@ -335,9 +347,11 @@ class CatalogueAdmin:
             .join(t.applications, t.applications.c.id == t.secret_keys.c.application_id)
             .join(t.sources, t.sources.c.id == t.applications.c.source_id)
             .where(*where)
-            .order_by(t.sources.c.name, t.applications.c.name, t.secret_keys.c.created_at)
+            .order_by(t.secret_keys.c.created_at, t.secret_keys.c.id)
         )
-        return [KeyInfo(**row._mapping) for row in db.execute(query)]
+        found = [KeyInfo(**row._mapping) for row in db.execute(query)]
+        # A stable sort: an application's keys stay in the order they were created.
+        return sorted(found, key=lambda k: (_by_name(k.source), _by_name(k.application)))
 
     # Catalogue data ------------------------------------------------------------
 
@@ -360,7 +374,7 @@ class CatalogueAdmin:
         With ``replace``, every existing row is deleted first, in the same transaction.
         Returns the new key of each application, by application id.
         """
-        with self.engine.begin() as db:
+        with write_transaction(self.engine) as db:
             if replace:
                 for table in reversed(t.metadata.sorted_tables):
                     if table is not t.catalogue_generation:  # a counter, not catalogue data

@@ -11,19 +11,25 @@ What depends on what (:mod:`pkgcat.storage.schema`)::
 A delete that would leave any of these behind is refused with an
 :class:`AdminError` naming each kind and how many. Cascading deletes them
 in the caller's transaction, children first, so every foreign key holds at
-each step and a failure leaves everything as it was.
+each step and a failure leaves everything as it was. Without cascading, only
+the row itself is deleted: were anything to depend on it after all, its
+foreign key would refuse the delete rather than anything going with it.
 
 Running servers hear of it through the catalogue generation: the triggers of
 migration 0003 move it on any delete from sources, applications, packages,
 purchases or secret keys, and an application's usage days never go without
 the application itself.
 
-The row being deleted is locked first (``FOR UPDATE`` on PostgreSQL): a
-concurrent insert of a dependant waits for the delete and then fails its
-foreign key, instead of slipping in between the count and the delete.
-SQLite has one writer at a time, so the same holds there.
-
-The functions run inside the caller's transaction.
+The count and the delete must be one transaction, or a dependant added
+between them would be missed. The functions run inside the caller's
+transaction, which must be a
+:func:`~pkgcat.storage.engine.write_transaction`: on PostgreSQL the row being
+deleted is locked first (``FOR UPDATE``), so a concurrent insert of a
+dependant waits for the delete and then fails its foreign key; on SQLite the
+transaction holds the write lock from its first statement (``BEGIN
+IMMEDIATE``), so no other writer can add a dependant until it ends. (SQLite's
+driver would otherwise start the transaction at the first DELETE only, after
+the count.)
 """
 
 from __future__ import annotations
@@ -122,8 +128,9 @@ def _remove(
             f"{what} has {found.describe()}; "
             "delete them with it by adding --cascade, or remove them first"
         )
-    for _, table, where in parts:
-        db.execute(delete(table).where(where))
+    if cascade:
+        for _, table, where in parts:
+            db.execute(delete(table).where(where))
     db.execute(last)
     return found
 
