@@ -178,6 +178,38 @@ def test_extra_columns_are_ignored_and_named(tmp_path: Path, shop: CatalogueAdmi
     }  # fmt: skip
 
 
+def test_column_names_are_read_without_regard_to_case(tmp_path: Path, shop: CatalogueAdmin) -> None:
+    prices = tmp_path / "prices.csv"
+    prices.write_text("Package,PRICE,Currency\ncom.alpha.paid,3.49,EUR\n")
+    assert import_prices(shop.engine, prices).updated == 1
+    assert price_of(shop, 1) == ("3.49", "EUR")
+    lines = write_jsonl(
+        tmp_path / "prices.jsonl",
+        [{"Package": "com.beta.tool", "PRICE": "2.50", " Currency ": "GBP", "Note": "x"}],
+    )
+    written = import_prices(shop.engine, lines)
+    assert (written.updated, written.ignored) == (1, ("note",))
+    assert price_of(shop, 3) == ("2.50", "GBP")
+
+
+def test_a_json_lines_key_given_twice_in_any_case_is_refused(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    lines = write_jsonl(
+        tmp_path / "prices.jsonl",
+        [
+            {"package": "com.alpha.paid", "price": "1", "currency": "USD"},
+            {"package": "com.beta.tool", "Price": "7", "price": "8", "currency": "USD"},
+        ],
+    )
+    with pytest.raises(OperatorDataError) as refused:
+        import_prices(shop.engine, lines)
+    assert refused.value.problems == [
+        "line 2: column 'price': named twice in the object; hint: keep one of them"
+    ]
+    assert price_of(shop, 3) == ("1.99", "USD")
+
+
 def test_the_delimiter_is_found_from_the_header(tmp_path: Path, shop: CatalogueAdmin) -> None:
     semicolons = tmp_path / "prices.csv"
     semicolons.write_text('package;price;currency\ncom.alpha.paid;"2,5";EUR\n')

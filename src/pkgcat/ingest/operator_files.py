@@ -8,9 +8,12 @@ What is read, and what is not:
   the header into the most known column names (a comma on a tie or when none does);
   ``csv.Sniffer`` is not used, because it guesses from character counts and misreads a
   header of a few words, where the column names we expect settle it;
+- column names and JSON keys are read without regard to case or surrounding spaces
+  (:func:`column_name`), so ``Package`` is ``package`` in either format;
 - a column (or JSON key) that pkgcat does not read is ignored, and named in
-  :attr:`Table.ignored` so the caller can say so; a column named twice, a required
-  column missing and a row that cannot be read are each a :class:`Problem`.
+  :attr:`Table.ignored` so the caller can say so; a column (or a key of one object)
+  named twice, a required column missing and a row that cannot be read are each a
+  :class:`Problem`.
 
 Values are returned stripped; an empty value is left out of the row, so a blank
 cell and a missing one read the same.
@@ -84,12 +87,19 @@ def _text(path: Path) -> str:
         raise refuse(path, [problem]) from None
 
 
+def column_name(name: str) -> str:
+    """A CSV header's column name or a JSON key as pkgcat reads it: stripped, in lower case."""
+    return name.strip().lower()
+
+
+def _named_twice(names: list[str], line: int, where: str, problems: list[Problem]) -> None:
+    for name in dict.fromkeys(name for name in names if name and names.count(name) > 1):
+        problems.append(Problem(line, name, f"named twice in {where}", "keep one of them"))
+
+
 def _header(text: str, delimiter: str) -> list[str]:
     try:
-        return [
-            name.strip().lower()
-            for name in next(csv.reader(io.StringIO(text), delimiter=delimiter))
-        ]
+        return list(map(column_name, next(csv.reader(io.StringIO(text), delimiter=delimiter))))
     except (StopIteration, csv.Error):
         return []
 
@@ -109,7 +119,7 @@ def _csv_rows(
 ) -> tuple[Iterator[tuple[int, Row]], tuple[str, ...]]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        header = [name.strip().lower() for name in next(reader)]
+        header = list(map(column_name, next(reader)))
     except StopIteration:
         problems.append(Problem(1, None, "the file is empty", "the first line names the columns"))
         return iter(()), ()
@@ -117,8 +127,7 @@ def _csv_rows(
         problems.append(Problem(1, None, f"not CSV ({error})"))
         return iter(()), ()
     ignored = tuple(dict.fromkeys(name for name in header if name not in columns))
-    for name in dict.fromkeys(name for name in header if name and header.count(name) > 1):
-        problems.append(Problem(1, name, "named twice in the header", "keep one of them"))
+    _named_twice(header, 1, "the header", problems)
     for name in required:
         if name not in header:
             hint = f"the columns are {', '.join(columns)}"
@@ -187,8 +196,10 @@ def _jsonl_rows(
         if not isinstance(document, dict):
             problems.append(Problem(line, None, "not a JSON object", "one JSON object per line"))
             continue
+        names = list(map(column_name, document))
+        _named_twice(names, line, "the object", problems)
         row: Row = {}
-        for key, value in document.items():
+        for key, value in zip(names, document.values(), strict=True):
             if key not in columns:
                 ignored.setdefault(key)
                 continue
