@@ -273,6 +273,14 @@ def _fields(model: type[_ModelT], line: int, row: Row, problems: list[Problem]) 
 # Step 2: rows against the catalogue and the file ---------------------------------------------
 
 
+def _once(
+    line: int, column: str, value: str, seen: dict[str, int], hint: str, problems: list[Problem]
+) -> None:
+    """A problem when ``value`` (not empty) was on an earlier line; ``seen`` maps each to its first."""
+    if value and (first := seen.setdefault(value, line)) != line:
+        problems.append(Problem(line, column, f"{value!r} is also on line {first}", hint))
+
+
 def _package(
     line: int, name: str, catalogue: Catalogue, seen: dict[str, int] | None, problems: list[Problem]
 ) -> PackageRef | None:
@@ -286,12 +294,8 @@ def _package(
                 "import its repository first (pkgcat import-repo)",
             )
         )
-    if seen is not None and name:
-        first = seen.setdefault(name, line)
-        if first != line:
-            problems.append(
-                Problem(line, "package", f"{name!r} is also on line {first}", "one row per package")
-            )
+    if seen is not None:
+        _once(line, "package", name, seen, "one row per package", problems)
     return found
 
 
@@ -360,16 +364,14 @@ def purchases(
                     line, "allowed_for", f"{scope!r} does not match the {inferred} column given"
                 )
             )
-        txn_id = row.get("txn_id", "")
-        if txn_id and (first := first_line.setdefault(txn_id, line)) != line:
-            problems.append(
-                Problem(
-                    line,
-                    "txn_id",
-                    f"{txn_id!r} is also on line {first}",
-                    "a txn_id names one purchase",
-                )
-            )
+        _once(
+            line,
+            "txn_id",
+            row.get("txn_id", ""),
+            first_line,
+            "a txn_id names one purchase",
+            problems,
+        )
         if fields is None:
             return None
         if ref is not None and ref.free and Decimal(fields.total) != 0:
