@@ -360,6 +360,26 @@ def test_currencies_without_minor_units_are_refused(tmp_path: Path, shop: Catalo
     ]
 
 
+def test_units_of_account_and_withdrawn_currencies_are_refused(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    file = write_csv(
+        tmp_path / "prices.csv",
+        [
+            {"package": "com.alpha.paid", "price": "1", "currency": "XAD"},  # Arab Accounting Dinar
+            {"package": "com.alpha.free", "price": "1", "currency": "ANG"},  # XCG since 2025
+            {"package": "com.beta.tool", "price": "1", "currency": "BGN"},  # the euro since 2026
+        ],
+    )
+    with pytest.raises(OperatorDataError) as refused:
+        import_prices(shop.engine, file)
+    assert refused.value.problems == [
+        f"line {line}: column 'currency': '{code}' is not an ISO 4217 currency code; "
+        "hint: a code such as USD or EUR"
+        for line, code in ((2, "XAD"), (3, "ANG"), (4, "BGN"))
+    ]
+
+
 def test_files_that_are_not_csv_or_json_lines_are_refused(
     tmp_path: Path, shop: CatalogueAdmin
 ) -> None:
