@@ -77,12 +77,31 @@ def obey_stop_signals_in_forks() -> None:
     only wake the server's main loop, a loop that does not run in the worker. A stop that
     arrives while the worker is still starting (Ctrl-C, or ``pkgcat serve`` stopped right
     after it started) would be lost, and the server would wait for that worker forever.
-    The reset runs right after the fork, before any of the worker's own code. A worker
-    started by exec rather than fork has the default handlers anyway.
+
+    The two signals are blocked across the fork and unblocked in the child only once their
+    handlers are back at the defaults: a stop sent meanwhile, even while other after-fork
+    hooks run first (coverage.py's, under the tests), waits and then ends the worker. A
+    worker started by exec rather than fork has the default handlers anyway.
     """
-    os.register_at_fork(after_in_child=_default_stop_signals)
+    os.register_at_fork(
+        before=_block_stop_signals,
+        after_in_parent=_unblock_stop_signals,
+        after_in_child=_default_stop_signals,
+    )
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _block_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+
+
+def _unblock_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
 
 
 def _default_stop_signals() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
+    _unblock_stop_signals()  # a stop that arrived since the fork is delivered now
