@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pkgcat.cli._failures import database_failure, first_line, shown_url
+from pkgcat.cli._tables import Column, print_rows
 from pkgcat.config import Settings
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
 from pkgcat.storage.engine import backend_name
@@ -104,3 +105,17 @@ def admin(*, create: bool = False) -> Iterator[CatalogueAdmin]:
 def print_json(value: object) -> None:
     """One JSON document on stdout, nothing else."""
     typer.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+
+
+def print_listing(
+    columns: Sequence[Column], records: Sequence[Mapping[str, object]], as_json: bool
+) -> None:
+    """An admin listing: the records as one JSON list, or as a table or plain lines.
+
+    Each column shows the record's value of the same name: ``--json`` and the plain
+    lines' header use the same field names.
+    """
+    if as_json:
+        print_json(records)
+        return
+    print_rows(columns, [[record[c.field] for c in columns] for record in records])

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 
 _DATABASE_PACKAGES = frozenset({"sqlalchemy", "alembic", "sqlite3", "psycopg", "asyncpg"})
 
 
-_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+_SECRET_PARAMETERS = re.compile(r"([?&](?:ssl)?password=)[^&]*", re.IGNORECASE)
 """Query parameters the drivers read a password from (``?password=`` works like ``user:pw@``)."""
 
 
@@ -17,11 +18,10 @@ def shown_url(address: str) -> str:
     from sqlalchemy.exc import ArgumentError
 
     try:
-        url = make_url(address)
+        shown = make_url(address).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         return "(an unreadable address)"
-    secrets = {name: "***" for name in url.query if name.lower() in _SECRET_PARAMETERS}
-    return url.update_query_dict(secrets).render_as_string(hide_password=True).replace("%2A", "*")
+    return _SECRET_PARAMETERS.sub(r"\1***", shown)
 
 
 def first_line(error: BaseException) -> str:

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pkgcat.cli import group
-from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
-from pkgcat.cli._tables import Column, print_rows, when
+from pkgcat.cli._common import admin, fail, load_settings, print_json, print_listing, stdout
+from pkgcat.cli._tables import Column, when
 from pkgcat.cli.sources import CASCADE_HELP, say_deleted
 from pkgcat.config import check_timezone
 from pkgcat.domain import Shape
@@ -95,10 +95,7 @@ def list_applications(
         }
         for a in found
     ]
-    if as_json:
-        print_json(records)
-        return
-    print_rows(
+    print_listing(
         [
             Column("id", kind="number"),
             Column("source", kind="identifier"),
@@ -109,7 +106,8 @@ def list_applications(
             Column("keys", kind="number"),
             Column("created_at", "created (UTC)", "time"),
         ],
-        [list(r.values()) for r in records],
+        records,
+        as_json,
     )
 
 

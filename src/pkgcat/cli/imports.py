@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, Protocol
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -177,7 +177,10 @@ def _refuse(error: OperatorDataError) -> NoReturn:
     fail(str(error))
 
 
-Importer = Callable[[Engine, Path, str | None], Written]
+class Importer(Protocol):
+    """One of the operator loads of :mod:`pkgcat.storage.writes.operator`."""
+
+    def __call__(self, engine: Engine, path: Path, *, delimiter: str | None = None) -> Written: ...
 
 
 def _delimiter(value: str | None, path: Path) -> str | None:
@@ -198,7 +201,7 @@ def _operator_import(
     chosen = _delimiter(delimiter, path)
     with admin() as handle:
         try:
-            written = run(handle.engine, path, chosen)
+            written = run(handle.engine, path, delimiter=chosen)
         except OperatorDataError as error:
             _refuse(error)
         except OSError as error:
@@ -229,32 +232,14 @@ _DELIMITER = Annotated[
 
 def purchases_command(file: _FILE, as_json: _JSON = False, delimiter: _DELIMITER = None) -> None:
     """Load purchases (buyers); all or nothing, idempotent on txn_id."""
-    _operator_import(
-        "purchases",
-        file,
-        lambda engine, path, d: import_purchases(engine, path, delimiter=d),
-        as_json,
-        delimiter,
-    )
+    _operator_import("purchases", file, import_purchases, as_json, delimiter)
 
 
 def stats_command(file: _FILE, as_json: _JSON = False, delimiter: _DELIMITER = None) -> None:
     """Set packages' download and vote counts; all or nothing."""
-    _operator_import(
-        "stats",
-        file,
-        lambda engine, path, d: import_stats(engine, path, delimiter=d),
-        as_json,
-        delimiter,
-    )
+    _operator_import("stats", file, import_stats, as_json, delimiter)
 
 
 def prices_command(file: _FILE, as_json: _JSON = False, delimiter: _DELIMITER = None) -> None:
     """Set packages' prices and currencies; all or nothing."""
-    _operator_import(
-        "prices",
-        file,
-        lambda engine, path, d: import_prices(engine, path, delimiter=d),
-        as_json,
-        delimiter,
-    )
+    _operator_import("prices", file, import_prices, as_json, delimiter)

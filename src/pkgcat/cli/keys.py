@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pkgcat.cli import group
-from pkgcat.cli._common import admin, print_json, stdout
-from pkgcat.cli._tables import Column, print_rows, when
+from pkgcat.cli._common import admin, print_listing, stdout
+from pkgcat.cli._tables import Column, when
 from pkgcat.cli.apps import show_key
 
 app = group("key")
@@ -50,10 +50,7 @@ def list_keys(
         }
         for r in rows
     ]
-    if as_json:
-        print_json(records)
-        return
-    print_rows(
+    print_listing(
         [
             Column("prefix", kind="identifier"),
             Column("source", kind="identifier"),
@@ -62,7 +59,8 @@ def list_keys(
             Column("last_used_at", "last used (UTC)", "time"),
             Column("revoked_at", "revoked (UTC)", "time"),
         ],
-        [list(r.values()) for r in records],
+        records,
+        as_json,
     )
 
 

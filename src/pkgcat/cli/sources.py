@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pkgcat.cli import group
-from pkgcat.cli._common import admin, print_json, stdout
-from pkgcat.cli._tables import Column, print_rows, when
+from pkgcat.cli._common import admin, print_listing, stdout
+from pkgcat.cli._tables import Column, when
 from pkgcat.storage.admin import Dependants
 
 app = group("source")
@@ -54,10 +54,7 @@ def list_sources(
         }
         for s in found
     ]
-    if as_json:
-        print_json(records)
-        return
-    print_rows(
+    print_listing(
         [
             Column("id", kind="number"),
             Column("name", kind="identifier"),
@@ -69,7 +66,8 @@ def list_sources(
             Column("purchases", kind="number"),
             Column("created_at", "created (UTC)", "time"),
         ],
-        [list(r.values()) for r in records],
+        records,
+        as_json,
     )
 
 
