@@ -12,9 +12,12 @@ import time against index size. Figures go to ``docs/bench-*.csv`` and
     .venv/bin/python bench/run.py            # everything, about 10 minutes
     .venv/bin/python bench/run.py --smoke    # tiny catalogue, 1 s per target: does it work?
 
-The smoke checks that every target answers with its expected status, never the
-figures; it writes no files outside a temporary directory. Exit status 1 when a
-target answered otherwise (wrong status or socket errors).
+The smoke checks that every target answers with its expected status; it writes
+no files outside a temporary directory. Exit status 1 when a target answered
+otherwise (wrong status or socket errors). Every run then sets its 1-worker
+ratios (and p99 ratios) beside those recorded in docs/benchmarks.md and prints a
+``WARNING:`` line when one fell more than 15% below (``reference.py``): a
+warning only, never a failure, since the smoke's figures are rough.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 import catalogue
 import curves
+import reference
 from api import (
     BUYERS,
     DETAILS,
@@ -71,6 +75,8 @@ RAW = BENCH_DIR / "results" / "raw"
 SMOKE = Params(
     packages=200, sources=4, purchases=3000, hot_buyers=1000, applications=20, usage_days=30
 )
+SMOKE_WARMED = (reference.BASELINE, "details (hot id)", "details (random ids)")
+"""Warmed up 1 s each by the smoke: unwarmed, a first second's p99 came out up to 2x the next's."""
 
 
 @dataclass
@@ -87,6 +93,8 @@ class Settings:
     curves: bool
     curve_duration: int
     smoke: bool = False
+    warm_only: tuple[str, ...] = ()
+    """When not empty, only these targets get the warm-up (the smoke, to stay short)."""
     backend: str = "sqlite"
     postgres_url: str | None = None
     redis_url: str | None = None
@@ -190,12 +198,16 @@ def table_run(
     pin_note = f"servers on CPU {server_cpus}, wrk on CPU {wrk_cpus}" if server_cpus else "unpinned"
     print(f"{workers} worker(s), {pin_note}", file=sys.stderr)
     all_targets = [baseline, *targets]
+    load = {"connections": s.connections, "threads": s.threads, "cpus": wrk_cpus}
+    for target in all_targets:
+        if s.warmup > 0 and target.name in s.warm_only:
+            run_wrk(wrk, target, duration=s.warmup, **load)
     results = interleave(
         wrk,
         all_targets,
         rounds=s.rounds,
         duration=s.duration,
-        warmup=s.warmup,
+        warmup=0 if s.warm_only else s.warmup,
         connections=s.connections,
         threads=s.threads,
         cpus=wrk_cpus,
@@ -345,9 +357,21 @@ def goals(rows: list[Row], sizes: list[dict[str, Any]], backend: str = "sqlite")
     return out
 
 
+def compare_with_docs(rows: list[Row], s: Settings) -> list[str]:
+    """This run's 1-worker ratios beside docs/benchmarks.md's, and a warning if one dropped."""
+    if s.backend != "sqlite":
+        return [f"no comparison: docs/benchmarks.md's table is SQLite's, this run {s.backend}'s"]
+    measured = [reference.Measured(r.workers, r.target, r.ratio, r.summary.p99_ms) for r in rows]
+    return reference.report(measured, DOCS / "benchmarks.md", smoke=s.smoke)
+
+
 def parse_args() -> Settings:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny catalogue, 1 s per target")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny catalogue, 1 s per target (and 1 s of warm-up for the baseline and details)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="wrk runs per target (median)")
     parser.add_argument("--duration", type=int, default=5, help="whole seconds per wrk run")
     parser.add_argument("--warmup", type=int, default=1, help="seconds of warm-up per target")
@@ -384,7 +408,18 @@ def parse_args() -> Settings:
     }
     if args.smoke:
         return Settings(
-            1, 1, 0, args.connections, args.threads, [1], args.pin, False, 1, smoke=True, **backend
+            rounds=1,
+            duration=1,
+            warmup=1,
+            connections=args.connections,
+            threads=args.threads,
+            workers=[1],
+            pin=args.pin,
+            curves=False,
+            curve_duration=1,
+            smoke=True,
+            warm_only=SMOKE_WARMED,
+            **backend,
         )
     if args.rounds < 1 or args.duration < 1 or args.warmup < 0 or not workers:
         parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
@@ -441,6 +476,10 @@ def run(s: Settings) -> int:
             results |= {"pages": pages, "days": days, "sizes": sizes, "imports": imports}
     print()
     print(markdown_table(rows))
+    print()
+    for line in compare_with_docs(rows, s):
+        print(line)
+    sys.stdout.flush()  # before the lines on stderr
     results["table"] = [
         {"workers": r.workers, "target": r.target, "ratio": r.ratio, **asdict(r.summary)}
         for r in rows
