@@ -1,46 +1,72 @@
-"""The per-application rate limit in process memory, on the maintained ``limits`` library.
+"""The per-application rate limit in one process's memory: a fixed window per application.
 
-A fixed window (``limits``' ``FixedWindowRateLimiter``, its asyncio flavour):
-``N/hour`` admits N requests per application in a window that opens with the
-application's first request and lasts an hour; ``RateLimit-Reset`` is the
-time left in it. The counts are this process's own: with several workers or
-hosts, set ``PKGCAT_REDIS_URL`` (:mod:`pkgcat.storage.redis.limiter`).
+The same decisions as :class:`pkgcat.storage.redis.limiter.RedisLimiter`: ``N/hour``
+(read by the maintained ``limits`` library's parser) admits N requests per
+application in a window that opens with the application's first request and
+lasts an hour; a request is allowed while the window's count, this one
+included, is at most N; ``RateLimit-Reset`` is the time left in the window.
+
+Why not ``limits``' own memory storage, as before: its asyncio fixed window
+takes two passes through its storage and locks per request (``hit``, then
+``get_window_stats``) and starts a timer thread for expiries every few
+milliseconds under load; it cost 7 us of the 30 us a details request spends
+in pkgcat (docs/benchmarks.md). With no other process to agree with, a window
+is two numbers in a dict, read and updated in well under a microsecond.
+
+The counts are this process's own: with several workers or hosts, set
+``PKGCAT_REDIS_URL`` (:mod:`pkgcat.storage.redis.limiter`).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 from limits import parse
-from limits.aio.strategies import FixedWindowRateLimiter
-from limits.storage import storage_from_string
 
 from pkgcat.domain import RateDecision
 
+PRUNE_EVERY = 10_000
+"""Windows held before the ended ones are dropped (an application's next request opens a new one)."""
+
 
 class WindowLimiter:
-    """:class:`~pkgcat.storage.interfaces.RateLimiter` in one process's memory."""
+    """:class:`~pkgcat.storage.interfaces.RateLimiter` in one process's memory.
 
-    def __init__(self, rate_limit: str) -> None:
-        self._item = parse(rate_limit)
-        self._limiter = FixedWindowRateLimiter(storage_from_string("async+memory://"))
+    ``clock`` (seconds, monotonic) is for tests that move time instead of waiting.
+    """
+
+    def __init__(self, rate_limit: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+        item = parse(rate_limit)
+        self._amount = int(item.amount)
+        self._window = float(item.get_expiry())
+        self._clock = clock
+        # application id -> [when its window ends, requests counted in it]
+        self._windows: dict[int, list[float]] = {}
 
     @property
     def limit(self) -> int:
-        return int(self._item.amount)
+        return self._amount
 
     async def hit(self, application_id: int) -> RateDecision:
-        key = str(application_id)
-        allowed = await self._limiter.hit(self._item, key)
-        stats = await self._limiter.get_window_stats(self._item, key)
-        reset_after = max(1, math.ceil(stats.reset_time - time.time()))
+        now = self._clock()
+        window = self._windows.get(application_id)
+        if window is None or now >= window[0]:
+            if len(self._windows) >= PRUNE_EVERY:
+                self._prune(now)
+            window = self._windows[application_id] = [now + self._window, 0.0]
+        window[1] += 1
+        count = int(window[1])
         return RateDecision(
-            allowed=allowed,
-            limit=self.limit,
-            remaining=max(0, stats.remaining),
-            reset_after=reset_after,
+            count <= self._amount,
+            self._amount,
+            max(0, self._amount - count),
+            max(1, math.ceil(window[0] - now)),
         )
+
+    def _prune(self, now: float) -> None:
+        self._windows = {app: w for app, w in self._windows.items() if now < w[0]}
 
     async def close(self) -> None:
         """Nothing to release: the counts live in this process."""
