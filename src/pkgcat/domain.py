@@ -135,9 +135,12 @@ class UsageDay(NamedTuple):
     requests: int
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """An authenticated request's application with its effective shape and zone."""
+class Caller(NamedTuple):
+    """An authenticated request's application with its effective shape and zone.
+
+    A named tuple, as :class:`RateDecision`: every request builds one, and a
+    tuple is built several times faster than a frozen dataclass.
+    """
 
     application: Application
     key: KeyRecord
@@ -148,11 +151,10 @@ class Caller:
     today: date
     """The calendar day of ``now`` in ``timezone``: the day the request is counted on."""
     generation: int
-    """The catalogue's generation when the request arrived (see ``CatalogueReader.generation``)."""
+    """The catalogue generation this caller was authenticated in (see ``CatalogueReader.generation``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RateDecision:
+class RateDecision(NamedTuple):
     """What the rate limiter said about one request."""
 
     allowed: bool

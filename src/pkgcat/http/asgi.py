@@ -40,13 +40,22 @@ _LOOKS_LIKE_VERSION = re.compile(r"/v?\d+(\.\d+)*(/|$)")
 _JSON = (b"content-type", b"application/json")
 
 
-def _parse_query(raw: bytes) -> tuple[Query, set[str]]:
+_NEEDS_DECODING = re.compile(rb"[%+\x80-\xff]")
+
+
+def parse_query(raw: bytes) -> tuple[Query, set[str]]:
     """The query's parameters, and the names given more than once."""
     query: Query = {}
     repeated: set[str] = set()
-    # Clients should percent-encode; raw non-ASCII bytes are read as UTF-8 all the same.
-    text = raw.decode("utf-8", "replace")
-    for name, value in parse_qsl(text, keep_blank_values=True, errors="replace"):
+    if _NEEDS_DECODING.search(raw) is None:
+        # Plain ASCII with nothing to decode (what clients send): split it as
+        # parse_qsl would, in a fifth of its time.
+        pairs = [pair.partition("=")[::2] for pair in raw.decode("ascii").split("&") if pair]
+    else:
+        # Clients should percent-encode; raw non-ASCII bytes are read as UTF-8 all the same.
+        text = raw.decode("utf-8", "replace")
+        pairs = parse_qsl(text, keep_blank_values=True, errors="replace")
+    for name, value in pairs:
         if name in query:
             repeated.add(name)
         query[name] = value
@@ -127,13 +136,12 @@ class ApiApp:
                 )
             if scope["method"] != "GET":
                 raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
-            query, repeated = _parse_query(scope["query_string"])
+            query, repeated = parse_query(scope["query_string"])
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
-            caller = await self.service.authenticate(key)
-            rate = _rate_headers(await self.service.limit(caller))
-            await self.service.count(caller)
+            caller, decision = await self.service.admit(key)
+            rate = _rate_headers(decision)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
             return 200, await handler(self.service, caller, query, self.responses), rate
