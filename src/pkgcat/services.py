@@ -14,7 +14,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from pkgcat import keys
-from pkgcat.domain import BuyersPage, Caller, Package, RateDecision, Shape, UsageDay
+from pkgcat.domain import BuyersPage, Caller, KeyRecord, Package, RateDecision, Shape, UsageDay
 from pkgcat.errors import (
     InvalidArgument,
     PackageNotFound,
@@ -32,6 +32,16 @@ LIMIT_DEFAULT, LIMIT_MAX = 25, 100
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+def _today(now: datetime, timezone: str) -> date:
+    """The calendar day of ``now`` in ``timezone``."""
+    return now.astimezone(_zone(timezone)).date()
 
 
 @lru_cache(maxsize=4096)
@@ -60,44 +70,68 @@ class CatalogueService:
         self._default_timezone = default_timezone
         self._clock = clock
 
+    async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
+        """Authenticate a request, spend one request of its limit and count it.
+
+        Raises :class:`Unauthenticated` or :class:`RateLimited`; the count is
+        durable when this returns. The key is checked against what this
+        process last knew of the catalogue, then confirmed against the
+        generation its count's commit read (no extra read when nothing
+        changed): a key revoked before the request arrived is refused, and
+        its count dropped with it.
+        """
+        caller = await self.authenticate(secret_key)
+        decision = await self._limiter.hit(caller.application.id)
+        if not decision.allowed:
+            await self._confirm(caller, await self._catalogue.latest_generation())
+            raise RateLimited(decision)
+        await self._counter.record(
+            caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
+        )
+        return await self._confirm(caller, await self._catalogue.generation()), decision
+
     async def authenticate(self, secret_key: str | None) -> Caller:
         """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""
         if not secret_key:
             raise Unauthenticated("secret_key: missing; pass it as ?secret_key= or a Bearer token")
         if not keys.is_well_formed(secret_key):
             raise Unauthenticated("secret_key: not a valid secret key")
-        key_hash = keys.hash_key(secret_key)
         generation = await self._catalogue.generation()  # first: caches are checked against it
+        record = await self._key(keys.hash_key(secret_key))
+        app = record.application
+        timezone = app.timezone or self._default_timezone
+        now = self._clock()
+        return Caller(
+            app,
+            record,
+            app.shape or self._default_shape,
+            timezone,
+            now,
+            # Read once per request: the day it is counted on is the day it reports.
+            _today(now, timezone),
+            generation,
+        )
+
+    async def _key(self, key_hash: str) -> KeyRecord:
         # Looked up by its hash: a timing difference could only tell an attacker about
         # hashes, never about keys; the stored hash is then compared in constant time.
         record = await self._catalogue.find_key(key_hash)
         if record is None or not keys.same_hash(record.key_hash, key_hash):
             raise Unauthenticated("secret_key: unknown or revoked secret key")
+        return record
+
+    async def _confirm(self, caller: Caller, generation: int) -> Caller:
+        """``caller``, checked again if the catalogue changed since it was authenticated."""
+        if generation == caller.generation:
+            return caller
+        record = await self._key(caller.key.key_hash)
         app = record.application
-        timezone = app.timezone or self._default_timezone
-        now = self._clock()
-        return Caller(
+        return caller._replace(
             application=app,
             key=record,
             shape=app.shape or self._default_shape,
-            timezone=timezone,
-            now=now,
-            # Read once per request: the day it is counted on is the day it reports.
-            today=now.astimezone(ZoneInfo(timezone)).date(),
+            timezone=app.timezone or self._default_timezone,
             generation=generation,
-        )
-
-    async def limit(self, caller: Caller) -> RateDecision:
-        """Spend one request of the application's limit; :class:`RateLimited` when none is left."""
-        decision = await self._limiter.hit(caller.application.id)
-        if not decision.allowed:
-            raise RateLimited(decision)
-        return decision
-
-    async def count(self, caller: Caller) -> None:
-        """Count the request on the caller's today; durable when this returns."""
-        await self._counter.record(
-            caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
         )
 
     async def usage(self, caller: Caller, days: int = DAYS_DEFAULT) -> list[UsageDay]:

@@ -81,6 +81,21 @@ def test_a_revoked_key_is_code_5_and_others_keep_working(admin: CatalogueAdmin, 
     assert api.get(USAGE, spare).status_code == 200
 
 
+def test_a_key_revoked_while_the_server_is_idle_is_refused_and_not_counted(
+    admin: CatalogueAdmin, api: Api
+) -> None:
+    # The first request leaves the key in the worker's cache; nothing else is
+    # committed before the next request, which must still see the revocation.
+    key = api.keys["alpha-a"]
+    spare = admin.create_key("Alpha", "alpha-a").secret_key
+    assert api.get(USAGE, key).status_code == 200
+    admin.revoke_key(keys.display_prefix(key))
+    assert api.get(USAGE, key).status_code == 401
+    assert api.get(USAGE, key).status_code == 401
+    usage = api.get(USAGE, spare, days=1).json()["response"]
+    assert usage[-1]["usage"] == 2  # the first request and this one
+
+
 def test_a_key_repeated_in_the_query_is_refused(api: Api) -> None:
     key = api.keys["alpha-a"]
     response = api.http.get(f"{USAGE}?secret_key={key}&secret_key={key}")

@@ -43,7 +43,9 @@ def _database(settings: Settings) -> tuple[CatalogueReader, ChangeFeed, UsageCou
         from pkgcat.storage.sqlite.connection import SqliteDatabase
 
         database = SqliteDatabase(settings.database_url)
-        return SqliteCatalogue(database), SqliteChanges(database), SqliteCounter(database)
+        changes = SqliteChanges(database)
+        counter = SqliteCounter(database, changes=changes)
+        return SqliteCatalogue(database), changes, counter
     if backend == "postgresql":
         from pkgcat.storage.postgres import PostgresCatalogue, PostgresChanges, PostgresCounter
         from pkgcat.storage.postgres.connection import PostgresDatabase

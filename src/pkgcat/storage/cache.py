@@ -79,6 +79,10 @@ class CachedCatalogue:
         self._generation = self._changes.current()
         return self._generation
 
+    async def latest_generation(self) -> int:
+        self._generation = await self._changes.latest()
+        return self._generation
+
     async def freshness(self) -> tuple[int, int]:
         """The generation in the database now, and the one this cache knows of.
 

@@ -58,9 +58,20 @@ class ChangeFeed(Protocol):
     """
 
     def current(self) -> int:
-        """The generation as this process knows it now, read once at the start of a request.
+        """The generation as this process knows it now, at no cost; read at the start of a request.
 
         A negative number means "unknown": nothing may be served from a cache.
+        Where the database pushes changes (PostgreSQL) it follows them within a
+        notification's trip. On SQLite it is what the last commit of counts
+        read, so it may be older until the request's own count is committed:
+        the request path reads it again after that (``CatalogueService.admit``).
+        """
+        ...
+
+    async def latest(self) -> int:
+        """The generation as the database holds it now, for the rare request that commits nothing.
+
+        A read on SQLite; the pushed :meth:`current` where changes are pushed.
         """
         ...
 
@@ -78,6 +89,10 @@ class CatalogueReader(Protocol):
         answers from its :class:`ChangeFeed`, without a round trip where the
         database pushes changes.
         """
+        ...
+
+    async def latest_generation(self) -> int:
+        """The generation as the database holds it now (:meth:`ChangeFeed.latest` behind a cache)."""
         ...
 
     async def find_key(self, key_hash: str) -> KeyRecord | None:

@@ -82,12 +82,14 @@ SELECT day, count FROM usage_days
 WHERE application_id = ? AND day >= ? AND day <= ?
 """
 
-# Parameters: day, count, application. Counts only an application that still
-# exists: one deleted while its request was under way is gone, and its count
-# with it, instead of failing the foreign key and every other count of the batch.
+# Parameters: day, count, key, application. Counts only a live key of that
+# application: a key revoked or deleted (with its application) while its request
+# was under way is gone, and its count with it (the request is refused, see
+# SqliteChanges), instead of failing the foreign key and every other count of the batch.
 INCREMENT = """
 INSERT INTO usage_days (application_id, day, count)
-SELECT id, ?, ? FROM applications WHERE id = ?
+SELECT application_id, ?, ? FROM secret_keys
+WHERE id = ? AND application_id = ? AND revoked_at IS NULL
 ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
 """
 

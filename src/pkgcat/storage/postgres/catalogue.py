@@ -54,6 +54,9 @@ class PostgresChanges:
             self._task = asyncio.get_running_loop().create_task(self._listen())
         return self._value
 
+    async def latest(self) -> int:
+        return self.current()  # pushed: as fresh as the database tells
+
     def _notified(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
         with contextlib.suppress(ValueError):
             self._value = max(self._value, int(payload))
@@ -138,6 +141,9 @@ class PostgresCatalogue:
         pool = await self._database.pool()
         value = await pool.fetchval(rows.GENERATION)
         return -1 if value is None else int(value)
+
+    async def latest_generation(self) -> int:
+        return await self.generation()
 
     async def find_key(self, key_hash: str) -> KeyRecord | None:
         pool = await self._database.pool()

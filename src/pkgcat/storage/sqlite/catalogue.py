@@ -15,25 +15,41 @@ from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
 from pkgcat.storage.sqlite.connection import SqliteDatabase
 
 
-def _generation(db: sqlite3.Connection) -> int:
+def read_generation(db: sqlite3.Connection) -> int:
+    """The catalogue generation in the database (in the caller's transaction, if any)."""
     row = db.execute(rows.GENERATION).fetchone()
     return -1 if row is None else int(row["value"])  # no counter row: trust no cache
 
 
 class SqliteChanges:
-    """:class:`~pkgcat.storage.interfaces.ChangeFeed` on SQLite: the generation, read when asked.
+    """:class:`~pkgcat.storage.interfaces.ChangeFeed` on SQLite: learnt in each commit of counts.
 
-    Reading it is an in-process call of a few microseconds (no network), and
-    SQLite has no way to push a change to another process, so it is read once
-    per request: a request never sees a cached record older than the last
-    commit made before it started.
+    SQLite cannot push a change to another process, and reading the
+    generation once per request was one more statement on every request (with
+    the GIL released and taken back around it). Instead, the usage counter
+    reads it inside each group commit, which every counted request waits for
+    (:meth:`observe`): a request's commit starts after the request did, so the
+    generation it reads is at least the one of the last change committed before
+    the request arrived. :meth:`current` is the latest value seen so far, which
+    is older until the request's own commit; :meth:`latest` reads the database.
     """
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._database = database
+        self._seen: int | None = None
 
     def current(self) -> int:
-        return _generation(self._database.db)
+        if self._seen is None:
+            self._seen = read_generation(self._database.db)
+        return self._seen
+
+    def observe(self, generation: int) -> None:
+        """Note the generation read by a commit of this process, the latest it knows of."""
+        self._seen = generation
+
+    async def latest(self) -> int:
+        self.observe(read_generation(self._database.db))
+        return self.current()
 
     async def close(self) -> None:
         self._database.close()
@@ -50,7 +66,10 @@ class SqliteCatalogue:
         return self._database.db
 
     async def generation(self) -> int:
-        return _generation(self._db)
+        return read_generation(self._db)
+
+    async def latest_generation(self) -> int:
+        return read_generation(self._db)
 
     async def find_key(self, key_hash: str) -> KeyRecord | None:
         row = self._db.execute(rows.FIND_KEY, (key_hash,)).fetchone()
@@ -73,7 +92,7 @@ class SqliteCatalogue:
         # from the same snapshot, so the total and the page agree.
         db.execute("BEGIN")
         try:
-            generation = _generation(db)
+            generation = read_generation(db)
             if hint is not None and hint.generation != generation:
                 hint = None  # read in another snapshot: nothing of it can be trusted
             total = hint.total if hint is not None else None
@@ -105,7 +124,7 @@ class SqliteCatalogue:
         db = self._db
         db.execute("BEGIN")
         try:
-            generation = _generation(db)
+            generation = read_generation(db)
             streams = [
                 db.execute(rows.KEY_STREAMS[where], (ident, rows.ALL))
                 for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))

@@ -10,10 +10,15 @@ blocking the loop, for up to ``busy_budget`` seconds; then the waiting
 requests fail (code 15). Every worker commits to the same file, so
 :meth:`~SqliteCounter.usage` read by any worker includes every worker's counts.
 
-A count of an application deleted while its request was under way (``pkgcat
-app delete`` or ``source delete --cascade`` on a serving database) is dropped
-with the application (:data:`~pkgcat.storage.rows.INCREMENT` checks that it
-exists, under the same write lock as the insert); the batch's other counts land.
+A count whose key was revoked or deleted while its request was under way
+(``pkgcat key revoke``, ``app delete``, ``source delete --cascade`` on a
+serving database) is dropped (:data:`~pkgcat.storage.rows.INCREMENT` checks
+that the key is live, under the same write lock as the insert); the batch's
+other counts land. The request is then refused (see :class:`~pkgcat.storage.sqlite.SqliteChanges`).
+
+Each commit also reads the catalogue generation, in the same transaction, and
+hands it to the worker's :class:`~pkgcat.storage.sqlite.SqliteChanges`: this is
+how the request path learns of changes without a statement of its own.
 
 WAL checkpoints run on a thread of their own, never inside a request's commit.
 """
@@ -28,6 +33,7 @@ from datetime import date
 
 from pkgcat.storage import rows
 from pkgcat.storage.last_used import LastUsed
+from pkgcat.storage.sqlite.catalogue import SqliteChanges, read_generation
 from pkgcat.storage.sqlite.connection import SqliteDatabase, connect
 
 log = logging.getLogger("pkgcat.storage")
@@ -43,13 +49,22 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
 class SqliteCounter:
     """:class:`~pkgcat.storage.interfaces.UsageCounter` on one SQLite file; one per event loop."""
 
-    def __init__(self, database: SqliteDatabase, *, busy_budget: float = 10.0) -> None:
+    def __init__(
+        self,
+        database: SqliteDatabase,
+        *,
+        changes: SqliteChanges | None = None,
+        busy_budget: float = 10.0,
+    ) -> None:
         self._database = database
+        self._changes = changes
         self._busy_budget = busy_budget
         self._last_used = LastUsed()
-        self._counts: dict[tuple[int, str], int] = {}
+        # (application, key, day) -> requests of the batch
+        self._counts: dict[tuple[int, int, str], int] = {}
         self._touches: dict[int, int] = {}
-        self._committed: asyncio.Future[None] | None = None
+        # One future per waiting request, resolved by the commit that carries its count.
+        self._waiters: list[asyncio.Future[None]] = []
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -64,33 +79,34 @@ class SqliteCounter:
         return {date.fromisoformat(row["day"]): row["count"] for row in found}
 
     async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
-        key = (application_id, day.isoformat())
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            if self._loop is not None:
+                raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
+            self._loop = loop
+        key = (application_id, key_id, day.isoformat())
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
-        committed = self._committed
-        if committed is None:
-            loop = asyncio.get_running_loop()
-            if self._loop is None:
-                self._loop = loop
-            elif loop is not self._loop:
-                raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
-            committed = self._committed = loop.create_future()
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        if len(self._waiters) == 1:  # the first of a batch: no commit is scheduled yet
             # Runs after the callbacks already queued: the requests of this turn join in.
             loop.call_soon(self._commit)
-        # Shielded: one caller going away must not cancel the others' commit.
-        await asyncio.shield(committed)
+        # A caller going away cancels only its own future: the commit goes on for the others.
+        await waiter
 
     def _commit(self) -> None:
         """Commit every pending count and last-used time in one transaction."""
-        committed = self._committed
-        assert committed is not None
         try:
             db = self._database.db
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(rows.INCREMENT, [(d, n, a) for (a, d), n in self._counts.items()])
+                db.executemany(
+                    rows.INCREMENT, [(d, n, k, a) for (a, k, d), n in self._counts.items()]
+                )
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
+                generation = read_generation(db) if self._changes is not None else None
                 db.execute("COMMIT")
             finally:
                 # A failed statement, or a failed COMMIT, must not leave the
@@ -100,11 +116,13 @@ class SqliteCounter:
         except sqlite3.OperationalError as error:
             if _is_busy(error) and self._retry_later():
                 return
-            self._finish(committed, error)
+            self._finish(error)
         except Exception as error:
-            self._finish(committed, error)
+            self._finish(error)
         else:
-            self._finish(committed, None)
+            if generation is not None and self._changes is not None:
+                self._changes.observe(generation)
+            self._finish(None)
 
     def _retry_later(self) -> bool:
         """Try the commit again soon, unless the write lock has been busy for too long."""
@@ -119,16 +137,20 @@ class SqliteCounter:
         self._loop.call_later(min(0.001 * 2 ** min(int(waited * 20), 6), 0.05), self._commit)
         return True
 
-    def _finish(self, committed: asyncio.Future[None], error: Exception | None) -> None:
-        self._committed = None
+    def _finish(self, error: Exception | None) -> None:
+        waiters = self._waiters
+        self._waiters = []
         self._busy_since = None
         self._counts = {}
         self._touches = {}
+        for waiter in waiters:
+            if not waiter.done():  # cancelled when its request went away
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(error)
         if error is None:
-            committed.set_result(None)
             self._checkpoint_soon()
-        else:
-            committed.set_exception(error)
 
     def _checkpoint_soon(self) -> None:
         """Start a WAL checkpoint on the checkpoint thread, at most once a second.
