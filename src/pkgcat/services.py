@@ -8,7 +8,7 @@ through one operation. Each method raises a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -136,9 +136,23 @@ class CatalogueService:
 
     async def usage(self, caller: Caller, days: int = DAYS_DEFAULT) -> list[UsageDay]:
         """Today and the ``days`` before it, oldest first, days without requests at 0."""
+        return await self.usage_on(caller, self.usage_calendar(caller, days))
+
+    def usage_calendar(self, caller: Caller, days: int = DAYS_DEFAULT) -> tuple[date, ...]:
+        """The days a usage report of ``days`` covers: today and the ``days`` before it, oldest first.
+
+        The last two (yesterday and today) can still gain requests; the others
+        change only when the operator loads statistics, which moves the
+        catalogue generation, so a rendering of them can be kept for it.
+        """
         if not 1 <= days <= DAYS_MAX:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
-        calendar = _days_until(caller.today, days)
+        return _days_until(caller.today, days)
+
+    async def usage_on(self, caller: Caller, calendar: Sequence[date]) -> list[UsageDay]:
+        """Requests on each of ``calendar``'s consecutive days (oldest first), 0 for none."""
+        if not calendar:
+            return []
         counts = await self._counter.usage(caller.application.id, calendar[0], calendar[-1])
         return [UsageDay(day, counts.get(day, 0)) for day in calendar]
 

@@ -49,12 +49,18 @@ def _midnight(day: date, shape: Shape, zone: ZoneInfo) -> str:
     return datetime(day.year, day.month, day.day).strftime(_B_USAGE_DATE)
 
 
-def usage_body(days: list[UsageDay], shape: Shape, zone: ZoneInfo) -> list[dict[str, Any]]:
-    """Usage entries (spec 2.1), oldest first; midnight of each day in the zone."""
+def usage_body(
+    days: list[UsageDay], shape: Shape, zone: ZoneInfo, *, ends_today: bool = True
+) -> list[dict[str, Any]]:
+    """Usage entries (spec 2.1), oldest first; midnight of each day in the zone.
+
+    ``ends_today=False`` renders the first part of a report, whose last entry
+    is not the report's last (in shape B only that one has its count as a string).
+    """
     entries: list[dict[str, Any]] = [
         {"date": _midnight(d.day, shape, zone), "usage": d.requests} for d in days
     ]
-    if shape == "B" and entries:
+    if shape == "B" and entries and ends_today:
         entries[-1]["usage"] = str(entries[-1]["usage"])
     return entries
 

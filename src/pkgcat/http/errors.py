@@ -14,6 +14,12 @@ def envelope(response: object) -> bytes:
     return orjson.dumps({"code": 0, "response": response})
 
 
+def envelope_of_items(*parts: bytes) -> bytes:
+    """A success body whose response is the JSON array of the items in ``parts`` (each
+    a run of comma-separated items without brackets; empty runs are skipped)."""
+    return b'{"code":0,"response":[' + b",".join(part for part in parts if part) + b"]}"
+
+
 def error_response(error: ApiError) -> tuple[int, bytes, Headers]:
     """Status, body and extra headers for an API error."""
     body = orjson.dumps({"code": error.code, "response": error.message})

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 from zoneinfo import ZoneInfo
+
+import orjson
 
 from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
-from pkgcat.http.errors import envelope
+from pkgcat.http.errors import envelope, envelope_of_items
 from pkgcat.services import DAYS_DEFAULT, LIMIT_DEFAULT, CatalogueService
 from pkgcat.storage.cache import GenerationCache
 
@@ -34,8 +37,9 @@ ResponseCache = GenerationCache[tuple[object, ...], bytes]
 """Rendered answers that depend only on the catalogue, for one catalogue generation.
 
 Details and buyers pages are the same bytes for every request with the same
-parameters, caller source, shape and zone until the catalogue changes. Usage
-answers change with every request and are never cached.
+parameters, caller source, shape and zone until the catalogue changes. A usage
+answer changes with every request, but only in its last two days: the rendered
+days before them are kept.
 """
 RESPONSE_CACHE_SIZE = 20_000
 
@@ -45,9 +49,29 @@ def _view(caller: Caller) -> tuple[object, ...]:
     return (caller.application.source_id, caller.shape, caller.timezone)
 
 
-async def usage(service: CatalogueService, caller: Caller, query: Query, _: ResponseCache) -> bytes:
-    days = await service.usage(caller, integer(query, "days", DAYS_DEFAULT))
-    return envelope(shapes.usage_body(days, caller.shape, ZoneInfo(caller.timezone)))
+def _json_items(items: list[dict[str, Any]]) -> bytes:
+    """A JSON array's items without its brackets, to be joined with others."""
+    return orjson.dumps(items)[1:-1]
+
+
+async def usage(
+    service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
+) -> bytes:
+    calendar = service.usage_calendar(caller, integer(query, "days", DAYS_DEFAULT))
+    zone = ZoneInfo(caller.timezone)
+    # Only yesterday and today can still change: the days before them are rendered
+    # once per catalogue generation (operator loads of statistics move it).
+    settled_days, recent_days = calendar[:-2], calendar[-2:]
+    key = ("usage", caller.application.id, calendar[0], caller.today, *_view(caller))
+    settled = cache.get(caller.generation, key)
+    if settled is None:
+        days = await service.usage_on(caller, settled_days)
+        settled = _json_items(shapes.usage_body(days, caller.shape, zone, ends_today=False))
+        cache.put(caller.generation, key, settled)
+    recent = _json_items(
+        shapes.usage_body(await service.usage_on(caller, recent_days), caller.shape, zone)
+    )
+    return envelope_of_items(settled, recent)
 
 
 async def details(
