@@ -152,6 +152,8 @@ class Caller(NamedTuple):
     """The calendar day of ``now`` in ``timezone``: the day the request is counted on."""
     generation: int
     """The catalogue generation this caller was authenticated in (see ``CatalogueReader.generation``)."""
+    requests_today: int = 0
+    """The application's count on ``today`` once this request's count was committed (this one included)."""
 
 
 class RateDecision(NamedTuple):

@@ -9,7 +9,7 @@ through one operation. Each method raises a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
@@ -27,6 +27,9 @@ from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
 Clock = Callable[[], datetime]
 
 DAYS_DEFAULT, DAYS_MAX = 30, 365
+SETTLE_AFTER = 60.0
+"""Seconds after midnight by which every count of the day before has been committed
+(a count waits at most the database's busy or statement timeout, 10 s)."""
 LIMIT_DEFAULT, LIMIT_MAX = 25, 100
 
 
@@ -42,6 +45,12 @@ def _zone(name: str) -> ZoneInfo:
 def _today(now: datetime, timezone: str) -> date:
     """The calendar day of ``now`` in ``timezone``."""
     return now.astimezone(_zone(timezone)).date()
+
+
+@lru_cache(maxsize=4096)
+def _midnight(day: date, timezone: str) -> float:
+    """The POSIX time at which ``day`` starts in ``timezone``."""
+    return datetime.combine(day, time(), _zone(timezone)).timestamp()
 
 
 @lru_cache(maxsize=4096)
@@ -85,10 +94,11 @@ class CatalogueService:
         if not decision.allowed:
             await self._confirm(caller, await self._catalogue.latest_generation())
             raise RateLimited(decision)
-        await self._counter.record(
+        counted = await self._counter.record(
             caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
         )
-        return await self._confirm(caller, await self._catalogue.generation()), decision
+        caller = await self._confirm(caller, await self._catalogue.generation())
+        return caller._replace(requests_today=counted), decision
 
     async def authenticate(self, secret_key: str | None) -> Caller:
         """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""
@@ -139,15 +149,26 @@ class CatalogueService:
         return await self.usage_on(caller, self.usage_calendar(caller, days))
 
     def usage_calendar(self, caller: Caller, days: int = DAYS_DEFAULT) -> tuple[date, ...]:
-        """The days a usage report of ``days`` covers: today and the ``days`` before it, oldest first.
-
-        The last two (yesterday and today) can still gain requests; the others
-        change only when the operator loads statistics, which moves the
-        catalogue generation, so a rendering of them can be kept for it.
-        """
+        """The days a usage report of ``days`` covers: today and the ``days`` before it, oldest first."""
         if not 1 <= days <= DAYS_MAX:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         return _days_until(caller.today, days)
+
+    def live_days(self, caller: Caller) -> int:
+        """How many of a report's last days can still gain requests: 1 (today) or 2.
+
+        A request is counted on the day it arrived, so yesterday is closed once
+        the counts still in flight at midnight have landed: for the first
+        :data:`SETTLE_AFTER` seconds of today it is read like today. The days
+        before change only when the operator loads statistics, which moves the
+        catalogue generation, so a rendering of them can be kept for it.
+        """
+        since_midnight = caller.now.timestamp() - _midnight(caller.today, caller.timezone)
+        return 2 if since_midnight < SETTLE_AFTER else 1
+
+    def usage_today(self, caller: Caller) -> UsageDay:
+        """Today's requests as the caller's own count left them (no read needed)."""
+        return UsageDay(caller.today, caller.requests_today)
 
     async def usage_on(self, caller: Caller, calendar: Sequence[date]) -> list[UsageDay]:
         """Requests on each of ``calendar``'s consecutive days (oldest first), 0 for none."""

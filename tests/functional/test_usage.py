@@ -158,3 +158,24 @@ def test_counts_stay_right_across_midnight(api: Api, clock: Clock) -> None:
         ("2024-03-30", 1),
         ("2024-03-31", 1),
     ]
+
+
+def test_yesterday_is_read_live_just_after_midnight_then_kept(api: Api, clock: Clock) -> None:
+    key, other = api.keys["alpha-a"], api.keys["alpha-b"]
+
+    def last_two(days: int) -> list[tuple[str, int]]:
+        entries = api.get(USAGE, key, days=days).json()["response"]
+        return [(e["date"][:10], e["usage"]) for e in entries[-2:]]
+
+    clock.now = datetime(2024, 3, 29, 23, 59, 50, tzinfo=UTC)
+    for _ in range(3):
+        api.get(USAGE, key, days=1)
+    clock.now = datetime(2024, 3, 30, 0, 0, 10, tzinfo=UTC)
+    assert last_two(1) == [("2024-03-29", 3), ("2024-03-30", 1)]
+    assert last_two(30) == [("2024-03-29", 3), ("2024-03-30", 2)]
+    clock.now = datetime(2024, 3, 30, 0, 5, tzinfo=UTC)  # yesterday is closed: kept from now on
+    assert last_two(1) == [("2024-03-29", 3), ("2024-03-30", 3)]
+    assert last_two(30) == [("2024-03-29", 3), ("2024-03-30", 4)]
+    # Another application's requests today do not reach this report; its own do.
+    api.get(USAGE, other, days=1)
+    assert last_two(30) == [("2024-03-29", 3), ("2024-03-30", 5)]

@@ -59,19 +59,21 @@ async def usage(
 ) -> bytes:
     calendar = service.usage_calendar(caller, integer(query, "days", DAYS_DEFAULT))
     zone = ZoneInfo(caller.timezone)
-    # Only yesterday and today can still change: the days before them are rendered
+    # Only the last day or two can still change: the days before them are rendered
     # once per catalogue generation (operator loads of statistics move it).
-    settled_days, recent_days = calendar[:-2], calendar[-2:]
-    key = ("usage", caller.application.id, calendar[0], caller.today, *_view(caller))
+    live = min(service.live_days(caller), len(calendar))
+    settled_days, live_days = calendar[:-live], calendar[-live:]
+    key = ("usage", caller.application.id, calendar[0], live_days[0], *_view(caller))
     settled = cache.get(caller.generation, key)
     if settled is None:
         days = await service.usage_on(caller, settled_days)
         settled = _json_items(shapes.usage_body(days, caller.shape, zone, ends_today=False))
         cache.put(caller.generation, key, settled)
-    recent = _json_items(
-        shapes.usage_body(await service.usage_on(caller, recent_days), caller.shape, zone)
-    )
-    return envelope_of_items(settled, recent)
+    if live == 1:  # today only: the count this request's commit returned
+        recent = [service.usage_today(caller)]
+    else:
+        recent = await service.usage_on(caller, live_days)
+    return envelope_of_items(settled, _json_items(shapes.usage_body(recent, caller.shape, zone)))
 
 
 async def details(

@@ -176,8 +176,8 @@ class CachedUsage:
             GenerationCache(size)
         )
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
-        await self._counter.record(application_id, day, key_id, when)
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
+        return await self._counter.record(application_id, day, key_id, when)
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
         # Days before yesterday no longer change (requests are counted on their today):

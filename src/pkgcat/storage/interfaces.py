@@ -132,10 +132,14 @@ class CatalogueReader(Protocol):
 class UsageCounter(Protocol):
     """Durable per-day request counts, and the last-used time of each key."""
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
         """Count one request on ``day``, and note that key ``key_id`` was used at ``when``.
 
-        The count is durable when the call returns. Last-used times may be kept
+        The count is durable when the call returns. Returns the application's
+        count on ``day`` as the commit that carried this one left it (this
+        request and every count committed before it included), so that a usage
+        report needs no read of its own for today; 0 when the count was
+        dropped (its key or application had gone). Last-used times may be kept
         at a coarser resolution (a minute) to keep writes off the hot path.
         """
         ...

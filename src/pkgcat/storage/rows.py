@@ -82,7 +82,8 @@ SELECT day, count FROM usage_days
 WHERE application_id = ? AND day >= ? AND day <= ?
 """
 
-# Parameters: day, count, key, application. Counts only a live key of that
+# Parameters: day, count, key, application; returns the day's new count (no
+# row when the count was dropped). Counts only a live key of that
 # application: a key revoked or deleted (with its application) while its request
 # was under way is gone, and its count with it (the request is refused, see
 # SqliteChanges), instead of failing the foreign key and every other count of the batch.
@@ -91,6 +92,7 @@ INSERT INTO usage_days (application_id, day, count)
 SELECT application_id, ?, ? FROM secret_keys
 WHERE id = ? AND application_id = ? AND revoked_at IS NULL
 ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
+RETURNING count
 """
 
 TOUCH_KEY = "UPDATE secret_keys SET last_used_at = ? WHERE id = ?"

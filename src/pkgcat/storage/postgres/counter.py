@@ -39,6 +39,7 @@ JOIN applications AS a ON a.id = c.application_id
 ORDER BY c.application_id, c.day
 FOR KEY SHARE OF a
 ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
+RETURNING application_id, day, count
 """
 _TOUCH = """
 WITH locked AS (
@@ -59,7 +60,9 @@ class PostgresCounter:
         self._last_used = LastUsed()
         self._counts: dict[tuple[int, str], int] = {}
         self._touches: dict[int, int] = {}
-        self._batch: asyncio.Future[None] | None = None
+        # Each waiting request's future and the (application, day) of its count,
+        # resolved with that day's count by the batch that carries it.
+        self._waiters: list[tuple[asyncio.Future[int], tuple[int, str]]] = []
         self._in_flight: asyncio.Task[None] | None = None
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
@@ -67,34 +70,32 @@ class PostgresCounter:
         found = await pool.fetch(_USAGE, application_id, first.isoformat(), last.isoformat())
         return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
         key = (application_id, day.isoformat())
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
-        batch = self._batch
-        if batch is None:
-            loop = asyncio.get_running_loop()
-            batch = self._batch = loop.create_future()
-            if self._in_flight is None:
-                # After the callbacks already queued: the requests of this turn join in.
-                loop.call_soon(self._send)
-        # Shielded: one caller going away must not cancel the others' commit.
-        await asyncio.shield(batch)
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] = loop.create_future()
+        self._waiters.append((waiter, key))
+        if len(self._waiters) == 1 and self._in_flight is None:
+            # After the callbacks already queued: the requests of this turn join in.
+            loop.call_soon(self._send)
+        # A caller going away cancels only its own future: the batch goes on for the others.
+        return await waiter
 
     def _send(self) -> None:
-        batch = self._batch
-        if batch is None or self._in_flight is not None:
+        if not self._waiters or self._in_flight is not None:
             return
-        counts, touches = self._counts, self._touches
-        self._batch, self._counts, self._touches = None, {}, {}
+        counts, touches, waiters = self._counts, self._touches, self._waiters
+        self._counts, self._touches, self._waiters = {}, {}, []
         self._in_flight = asyncio.get_running_loop().create_task(
-            self._commit(batch, counts, touches)
+            self._commit(waiters, counts, touches)
         )
 
     async def _commit(
         self,
-        batch: asyncio.Future[None],
+        waiters: list[tuple[asyncio.Future[int], tuple[int, str]]],
         counts: dict[tuple[int, str], int],
         touches: dict[int, int],
     ) -> None:
@@ -102,7 +103,7 @@ class PostgresCounter:
             ordered = sorted(counts.items())
             key_ids = sorted(touches)
             pool = await self._database.pool()
-            await pool.execute(
+            found = await pool.fetch(
                 _COUNT,
                 [a for (a, _), _ in ordered],
                 [d for (_, d), _ in ordered],
@@ -111,15 +112,19 @@ class PostgresCounter:
             if key_ids:
                 await pool.execute(_TOUCH, key_ids, [touches[k] for k in key_ids])
         except BaseException as error:
-            if not batch.done():
-                batch.set_exception(error)
+            for waiter, _ in waiters:
+                if not waiter.done():
+                    waiter.set_exception(error)
             if isinstance(error, asyncio.CancelledError):
                 raise
         else:
-            batch.set_result(None)
+            totals = {(row["application_id"], row["day"]): int(row["count"]) for row in found}
+            for waiter, counted in waiters:
+                if not waiter.done():  # cancelled when its request went away
+                    waiter.set_result(totals.get(counted, 0))
         finally:
             self._in_flight = None
-            if self._batch is not None:
+            if self._waiters:
                 self._send()
 
     async def close(self) -> None:

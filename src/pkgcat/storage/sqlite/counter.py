@@ -63,8 +63,9 @@ class SqliteCounter:
         # (application, key, day) -> requests of the batch
         self._counts: dict[tuple[int, int, str], int] = {}
         self._touches: dict[int, int] = {}
-        # One future per waiting request, resolved by the commit that carries its count.
-        self._waiters: list[asyncio.Future[None]] = []
+        # Each waiting request's future and the (application, day) of its count,
+        # resolved with that day's count by the commit that carries it.
+        self._waiters: list[tuple[asyncio.Future[int], tuple[int, str]]] = []
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -78,33 +79,36 @@ class SqliteCounter:
         ).fetchall()
         return {date.fromisoformat(row["day"]): row["count"] for row in found}
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> None:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             if self._loop is not None:
                 raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
             self._loop = loop
-        key = (application_id, key_id, day.isoformat())
+        iso_day = day.isoformat()
+        key = (application_id, key_id, iso_day)
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
-        waiter = loop.create_future()
-        self._waiters.append(waiter)
+        waiter: asyncio.Future[int] = loop.create_future()
+        self._waiters.append((waiter, (application_id, iso_day)))
         if len(self._waiters) == 1:  # the first of a batch: no commit is scheduled yet
             # Runs after the callbacks already queued: the requests of this turn join in.
             loop.call_soon(self._commit)
         # A caller going away cancels only its own future: the commit goes on for the others.
-        await waiter
+        return await waiter
 
     def _commit(self) -> None:
         """Commit every pending count and last-used time in one transaction."""
         try:
             db = self._database.db
+            totals: dict[tuple[int, str], int] = {}
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(
-                    rows.INCREMENT, [(d, n, k, a) for (a, k, d), n in self._counts.items()]
-                )
+                for (a, k, d), n in self._counts.items():
+                    row = db.execute(rows.INCREMENT, (d, n, k, a)).fetchone()
+                    if row is not None:  # else dropped: the key has gone
+                        totals[a, d] = int(row[0])
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
                 generation = read_generation(db) if self._changes is not None else None
                 db.execute("COMMIT")
@@ -122,7 +126,7 @@ class SqliteCounter:
         else:
             if generation is not None and self._changes is not None:
                 self._changes.observe(generation)
-            self._finish(None)
+            self._finish(None, totals)
 
     def _retry_later(self) -> bool:
         """Try the commit again soon, unless the write lock has been busy for too long."""
@@ -137,16 +141,18 @@ class SqliteCounter:
         self._loop.call_later(min(0.001 * 2 ** min(int(waited * 20), 6), 0.05), self._commit)
         return True
 
-    def _finish(self, error: Exception | None) -> None:
+    def _finish(
+        self, error: Exception | None, totals: dict[tuple[int, str], int] | None = None
+    ) -> None:
         waiters = self._waiters
         self._waiters = []
         self._busy_since = None
         self._counts = {}
         self._touches = {}
-        for waiter in waiters:
+        for waiter, counted in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
-                    waiter.set_result(None)
+                    waiter.set_result(totals.get(counted, 0) if totals else 0)
                 else:
                     waiter.set_exception(error)
         if error is None:
