@@ -121,9 +121,8 @@ class RedisLimiter:
         password = client.connection_pool.connection_kwargs.get("password")
         self._password = password if isinstance(password, str) and password else None
         self._loop: asyncio.AbstractEventLoop | None = None
-        # The batch of the current turn: its application ids and the future of its decisions.
-        self._batch: list[int] = []
-        self._pending: asyncio.Future[list[RateDecision]] | None = None
+        # The batch of the current turn: each hit's application and the future of its decision.
+        self._batch: list[tuple[int, asyncio.Future[RateDecision]]] = []
         self._flushes: set[asyncio.Task[None]] = set()
         self._resting_until = float("-inf")
         self._failing = False
@@ -136,40 +135,43 @@ class RedisLimiter:
         loop = asyncio.get_running_loop()
         if loop.time() < self._resting_until:
             return self._open  # Redis failed moments ago: do not wait on it again yet
-        pending = self._pending
-        if pending is None:
-            if self._loop is None:
-                self._loop = loop
-            elif loop is not self._loop:
+        if loop is not self._loop:
+            if self._loop is not None:
                 raise RuntimeError("one RedisLimiter serves one event loop; build one per loop")
-            pending = self._pending = loop.create_future()
+            self._loop = loop
+        decision: asyncio.Future[RateDecision] = loop.create_future()
+        self._batch.append((application_id, decision))
+        if len(self._batch) == 1:
             # Runs after the callbacks already queued: the other hits of this turn join in.
             loop.call_soon(self._flush)
-        index = len(self._batch)
-        self._batch.append(application_id)
-        # Shielded: a caller going away must not cancel the batch the others wait on.
-        decisions = await asyncio.shield(pending)
-        return decisions[index]
+        # A caller going away cancels only its own future: the batch goes on for the others.
+        return await decision
 
     def _flush(self) -> None:
         """Send the batch of the turn that just ended; later hits start the next one."""
-        pending, batch = self._pending, self._batch
-        self._pending, self._batch = None, []
-        assert pending is not None
+        batch, self._batch = self._batch, []
         assert self._loop is not None
         if self._loop.time() < self._resting_until:
             # A batch in flight failed during this turn: this one fails open at once too.
-            pending.set_result([self._open] * len(batch))
+            self._decide(batch, [self._open] * len(batch))
             return
-        task = self._loop.create_task(self._send(batch, pending))
+        task = self._loop.create_task(self._send(batch))
         self._flushes.add(task)  # a strong reference until it ends (the loop keeps weak ones)
         task.add_done_callback(self._flushes.discard)
 
-    async def _send(self, batch: list[int], pending: asyncio.Future[list[RateDecision]]) -> None:
-        # Every path resolves the future with decisions, never an exception: the
+    @staticmethod
+    def _decide(
+        batch: list[tuple[int, asyncio.Future[RateDecision]]], decisions: list[RateDecision]
+    ) -> None:
+        for (_, waiter), decision in zip(batch, decisions, strict=True):
+            if not waiter.done():  # cancelled when its request went away
+                waiter.set_result(decision)
+
+    async def _send(self, batch: list[tuple[int, asyncio.Future[RateDecision]]]) -> None:
+        # Every path resolves the futures with decisions, never an exception: the
         # callers must never see a Redis failure.
         decisions = [self._open] * len(batch)
-        hits = Counter(batch)  # each application once, in the order of its first hit
+        hits = Counter(application_id for application_id, _ in batch)  # in first-hit order
         try:
             replies = await self._run(
                 [(f"{self._prefix}{application_id}", n) for application_id, n in hits.items()]
@@ -184,7 +186,7 @@ class RedisLimiter:
                 for application_id, reply in zip(hits, replies, strict=True)
             }
             decisions = []
-            for application_id in batch:
+            for application_id, _ in batch:
                 decisions.append(self._decision(first[application_id], left[application_id]))
                 first[application_id] += 1
         except Exception as error:
@@ -192,8 +194,7 @@ class RedisLimiter:
         else:
             self._answered()
         finally:
-            if not pending.done():
-                pending.set_result(decisions)
+            self._decide(batch, decisions)
 
     async def _run(self, keys: list[tuple[str, int]]) -> list[Any]:
         """The script's replies for (key, hits), in one round trip unless Redis lost the script."""
@@ -251,8 +252,8 @@ class RedisLimiter:
 
     async def close(self) -> None:
         # Let the batch of this turn and those in flight finish: their callers are waiting.
-        if self._pending is not None:
-            await asyncio.shield(self._pending)
+        if self._batch:
+            await asyncio.gather(*(waiter for _, waiter in self._batch), return_exceptions=True)
         if self._flushes:
             await asyncio.gather(*self._flushes, return_exceptions=True)
         await self._redis.aclose(close_connection_pool=True)
