@@ -1,8 +1,7 @@
 """The use cases behind the three operations: no HTTP, no SQL.
 
-A request first goes through :meth:`CatalogueService.authenticate`,
-:meth:`~CatalogueService.limit` and :meth:`~CatalogueService.count`, then
-through one operation. Each method raises a
+A request first goes through :meth:`CatalogueService.admit` (the key, the
+rate limit and the durable count), then through one operation. Each method raises a
 :mod:`pkgcat.errors` error for what the caller did wrong.
 """
 

@@ -87,9 +87,10 @@ class CachedCatalogue:
         """The generation in the database now, and the one this cache knows of.
 
         Equal when every change committed so far has reached this process; on
-        PostgreSQL the second follows the first within a notification's trip.
+        PostgreSQL the second follows the first within a notification's trip
+        (on SQLite the feed reads it when asked).
         """
-        return await self._reader.generation(), self._changes.current()
+        return await self._reader.generation(), await self._changes.latest()
 
     @property
     def known_generation(self) -> int:
