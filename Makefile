@@ -9,7 +9,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck bench bench-smoke wrk clean
+.PHONY: help setup lock run test lint format typecheck bench bench-smoke bench-profile wrk clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,8 +56,11 @@ wrk: # Debian's wrk, installed when missing (needs root)
 bench: $(BENCH_STAMP) wrk ## the load benchmark: table, curves and plots into docs/ (~12 minutes)
 	$(BIN)/python bench/run.py
 
-bench-smoke: $(STAMP) wrk ## a 15-second run of the benchmark harness on a tiny catalogue
+bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue, compared with docs/benchmarks.md
 	$(BIN)/python bench/run.py --smoke
+
+bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
+	$(BIN)/python bench/flame.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*
