@@ -224,7 +224,8 @@ def import_by_size(tmp: Path, rounds: int) -> list[dict[str, Any]]:
     for r in range(rounds):
         for n in sizes:
             database = folder / f"import-{n}-{r}.db"
-            seconds[n].append(float(ingest.measure("import", slices[n], database)["seconds"]))
+            url = f"sqlite:///{database}"
+            seconds[n].append(float(ingest.measure("import", slices[n], url)["seconds"]))
             database.unlink(missing_ok=True)
         print(
             "  round {}: {}".format(
