@@ -9,22 +9,26 @@ details response's size) on free ports of 127.0.0.1, then:
    and the CPU a request costs (the server's core is saturated, so
    1e6 / req/s microseconds: the core's busy share is printed, with a note when
    it was not saturated or another load shared it);
-2. loads the details request again while ``py-spy record`` samples the
-   granian worker (blocking mode, idle samples included), and sorts every
-   sample of the worker's main Python thread into one stage with the rules of
-   :data:`RULES` (granian's Rust threads have no Python frames: ignored);
-3. prints a Markdown table: each stage's share of those samples and its
-   microseconds per request (share x details' CPU per request), the baseline's
-   CPU per request and what pkgcat adds over it, then the frames the rules
-   left to "other"; and draws the flame graph of the main thread as an SVG,
-   coloured by stage (hover a box for its samples by stage), by default
-   ``bench/results/raw/flame-details.svg`` (not in git), with py-spy's
-   collapsed stacks beside it (``.collapsed.txt``).
+2. loads the details request again while ``py-spy record --format raw`` samples
+   the granian worker (blocking, ``--threads --idle --full-filenames``), and
+   sorts every sample of the worker's main Python thread into one stage with
+   the rules of :data:`RULES` (granian's Rust threads have no Python frames:
+   ignored);
+3. loads it a third time while ``py-spy record --format flamegraph`` samples
+   the worker as long and as often (:data:`FLAME_GRAPH`: blocking,
+   ``--threads --function``, idle samples left out so the graph shows work,
+   not waits): py-spy's own SVG, by default
+   ``bench/results/raw/flame-details.svg`` (not in git), with the table's raw
+   capture beside it (``.collapsed.txt``);
+4. prints a Markdown table: each stage's share of the raw capture's samples
+   and its microseconds per request (share x details' CPU per request), the
+   baseline's CPU per request and what pkgcat adds over it, then the frames
+   the rules left to "other".
 
-About 50 s with the defaults (3 x 5 s per target, 5 s of profile)::
+About 60 s with the defaults (3 x 5 s per target, two 5 s profiles)::
 
     .venv/bin/python bench/flame.py
-    .venv/bin/python bench/flame.py --rounds 1 --duration 3      # a quick look, about 20 s
+    .venv/bin/python bench/flame.py --rounds 1 --duration 3      # a quick look, about 30 s
     .venv/bin/python bench/flame.py --json bench/results/raw/flame.json --svg flame.svg
 
     # the code of another checkout (the server is started with this environment):
@@ -35,16 +39,22 @@ the right to ptrace the server (root, or ``kernel.yama.ptrace_scope`` = 0). On
 a machine with two cores or more (and ``taskset``) the servers are pinned to
 the first core, wrk and py-spy to the others (``--no-pin``: no pinning).
 
-Reading it: idle samples are kept, so the main thread's samples cover the
-whole capture and their shares add up to the core's time, which is what
-share x CPU per request assumes. "server hand-off" holds granian's Python
-side, the event loop, the ASGI ``send`` calls and the loop's waits in the
-selector, while granian's Rust threads and the kernel use the core. Rust
-threads that preempt the main thread, or hold the GIL it waits for, are
-counted where the main thread waits, across the stages (the report gives the
-main thread's share of the worker's CPU). py-spy pauses the worker for every
-sample, so the profiled run is slower than the measured one (both are
-printed); only shares come from it.
+Reading the table: idle samples are kept in the raw capture, so the main
+thread's samples cover the whole capture and their shares add up to the
+core's time, which is what share x CPU per request assumes. "server
+hand-off" holds granian's Python side, the event loop, the ASGI ``send``
+calls and the loop's waits in the selector, while granian's Rust threads and
+the kernel use the core. Rust threads that preempt the main thread, or hold
+the GIL it waits for, are counted where the main thread waits, across the
+stages (the report gives the main thread's share of the worker's CPU). py-spy
+pauses the worker for every sample, so the profiled runs are slower than the
+measured one (all are printed); only shares come from them. The flame graph
+leaves most of the main thread's waits in the selector out, so its widths are shares
+of the Python work and do not match the table's. py-spy still counts the
+checkpoint thread's wait for work (``_worker``, a blocking queue read in C) as
+active in most samples: ``--threads`` keeps it in a tower of its own, named,
+beside the main thread's (``--gil`` would drop it, but also the SQLite calls
+the main thread makes with the GIL released, the usage count's commit).
 
 When a refactoring renames the request path's functions, update
 :data:`RULES`: unmatched pkgcat frames land in "other", and the most frequent
@@ -57,7 +67,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import html
 import json
 import linecache
 import math
@@ -150,10 +159,15 @@ RULES: tuple[Rule, ...] = (
     #
     # Time on a line of the request path that calls a stage (awaiting it, resuming after
     # it): that stage. granian's send is a Rust call, without a frame: its time is here.
+    # The lines that await admit (key check, rate limit and count) and _answer (the whole
+    # request) span several stages: their own time, the calls in and the resumptions
+    # after them (the callee's frame torn down), is left to "other".
     Rule(HAND_OFF, HTTP, code=r"\bawait\s+send\("),
     Rule("query parsing", HTTP, code=r"\b_?parse_query\(|\bpresented_key\(|\b_header\("),
     Rule("catalogue generation", PKG, code=r"\.(latest_)?generation\(\)"),
     Rule("key check", PKG, code=r"\bauthenticate\(|\b_confirm\(|\b_key\(|\bfind_key\("),
+    # admit builds the request's caller (its count of today) once the count has landed.
+    Rule("key check", PKG + r"services\.py$", names("admit"), code=r"\bcaller\._replace\("),
     Rule("rate limit", PKG, code=r"\.limit\(|\.hit\("),
     Rule("usage count", PKG, code=r"\.count\(|\.record\("),
     Rule("package lookup", HTTP, code=r"\bhandler\("),
@@ -258,11 +272,6 @@ class Frame:
     function: str
     file: str
     line: int | None
-
-    @property
-    def where(self) -> str:
-        """Function and short file name, without the line."""
-        return f"{self.function} ({short_file(self.file)})"
 
     def __str__(self) -> str:
         line = "" if self.line is None else f":{self.line}"
@@ -376,10 +385,8 @@ def statements_by_line(text: str) -> dict[int, str]:
     return found
 
 
-def rule_for(
-    frame: Frame, sources: SourceLines | None, *, host_allowed: bool = True
-) -> Rule | None:
-    """The first rule matching this frame; ``sources=None`` skips the ``code`` rules."""
+def rule_for(frame: Frame, sources: SourceLines, *, host_allowed: bool = True) -> Rule | None:
+    """The first rule matching this frame."""
     for c in _COMPILED:
         if c.rule.host and not host_allowed:
             continue
@@ -387,22 +394,22 @@ def rule_for(
             continue
         if c.function is not None and not c.function.search(frame.function):
             continue
-        if c.code is not None and (sources is None or not c.code.search(sources.line(frame))):
+        if c.code is not None and not c.code.search(sources.line(frame)):
             continue
         return c.rule
     return None
 
 
-def classify(frames: Sequence[Frame], sources: SourceLines) -> tuple[str, int | None]:
-    """The sample's stage, and the index of the frame that decided it (``None``: other)."""
+def classify(frames: Sequence[Frame], sources: SourceLines) -> str:
+    """The sample's stage: that of its innermost frame some rule matches."""
     innermost_pkgcat = max(
         (i for i, f in enumerate(frames) if _PKGCAT_FILE.search(f.file)), default=-1
     )
     for i in range(len(frames) - 1, -1, -1):
         rule = rule_for(frames[i], sources, host_allowed=i > innermost_pkgcat)
         if rule is not None:
-            return rule.stage, i
-    return OTHER, None
+            return rule.stage
+    return OTHER
 
 
 @dataclass
@@ -417,7 +424,6 @@ class Breakdown:
     """Samples left to "other", by their innermost pkgcat frame (and their leaf)."""
     other_threads: int = 0
     """Samples of other threads with Python frames (ignored)."""
-    stacks: list[tuple[tuple[Frame, ...], int, str]] = field(default_factory=list)
 
     def share(self, stage: str) -> float:
         return self.by_stage[stage] / self.samples if self.samples else 0.0
@@ -430,10 +436,9 @@ def analyse(stacks: Iterable[Stack], worker_pid: int, sources: SourceLines) -> B
             if stack.frames:
                 result.other_threads += stack.samples
             continue
-        stage, _ = classify(stack.frames, sources)
+        stage = classify(stack.frames, sources)
         result.samples += stack.samples
         result.by_stage[stage] += stack.samples
-        result.stacks.append((stack.frames, stack.samples, stage))
         if stack.frames and _SELECTOR.search(stack.frames[-1].file):
             result.selector_wait += stack.samples
         if stage == OTHER:
@@ -609,34 +614,36 @@ def measure(
     return measured
 
 
-def profile(
+RAW = (
+    "--format=raw",
+    "--threads",  # to tell the main thread from granian's and the checkpoint thread
+    "--idle",  # the loop's waits too: the samples then cover the whole run
+    "--full-filenames",  # the rules match on paths; the code rules read the files
+)
+FLAME_GRAPH = (
+    "--format=flamegraph",
+    "--threads",  # one tower per thread, named: the main thread is one click away
+    "--function",  # one box per function, not one per line of it
+)  # no --idle: the work, not the waits (see the docstring)
+
+
+def record(
     py_spy: str,
     wrk: str,
     target: Target,
     worker_pid: int,
     args: argparse.Namespace,
     cpus: str | None,
-    sources: SourceLines,
+    options: Sequence[str],
     out: Path,
-) -> Profile:
-    """Load ``target`` with wrk while py-spy samples the worker for ``args.duration`` s."""
-    command = [
-        py_spy,
-        "record",
-        "--pid",
-        str(worker_pid),
-        "--rate",
-        str(args.rate),
-        "--duration",
-        str(args.duration),
-        "--format",
-        "raw",
-        "--threads",  # to tell the main thread from granian's and the checkpoint thread
-        "--idle",  # the loop's waits too: the samples then cover the whole run
-        "--full-filenames",  # the rules match on paths; the code rules read the files
-        "--output",
-        str(out),
-    ]
+) -> tuple[Round, dict[int, float], float]:
+    """``py-spy record`` of the worker (blocking) into ``out`` while wrk loads ``target``.
+
+    wrk's run (it starts before py-spy and ends after it), the CPU seconds each
+    of the worker's threads used during the capture, and the capture's wall time.
+    """
+    command = [py_spy, "record", f"--pid={worker_pid}", f"--rate={args.rate}"]
+    command += [f"--duration={args.duration}", *options, f"--output={out}"]
     with ThreadPoolExecutor(1) as pool:
         load = pool.submit(
             run_wrk,
@@ -660,12 +667,26 @@ def profile(
         result = load.result()
     if done.returncode != 0 or not out.exists():
         raise RuntimeError(f"py-spy failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    used = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+    return result, {tid: after[tid] - before.get(tid, 0.0) for tid in after}, wall
+
+
+def profile(
+    py_spy: str,
+    wrk: str,
+    target: Target,
+    worker_pid: int,
+    args: argparse.Namespace,
+    cpus: str | None,
+    sources: SourceLines,
+    out: Path,
+) -> Profile:
+    """Load ``target`` with wrk while py-spy samples the worker's stacks, sorted into stages."""
+    result, used, wall = record(py_spy, wrk, target, worker_pid, args, cpus, RAW, out)
     total = sum(used.values())
     collapsed = out.read_text()
     breakdown = analyse(parse_collapsed(collapsed), worker_pid, sources)
     if breakdown.samples == 0:
-        raise RuntimeError(f"py-spy recorded no sample of the worker's main thread:\n{done.stderr}")
+        raise RuntimeError("py-spy recorded no sample of the worker's main thread")
     return Profile(
         round=result,
         breakdown=breakdown,
@@ -680,6 +701,10 @@ class Run:
     baseline: Measured
     details: Measured
     profile: Profile
+    flame_round: Round
+    """wrk's run during the flame graph's capture."""
+    flame_svg: str
+    """py-spy's flame graph."""
     package_dir: Path
     body_bytes: int
     pin_note: str
@@ -747,11 +772,19 @@ def bench(args: argparse.Namespace) -> Run:
         profiled = profile(
             py_spy, wrk, api_target, api_worker, args, wrk_cpus, sources, tmp / "collapsed.txt"
         )
+        print(f"py-spy flame graph of worker {api_worker}: {args.duration} s", file=sys.stderr)
+        svg = tmp / "flame.svg"
+        flame_round, _, _ = record(
+            py_spy, wrk, api_target, api_worker, args, wrk_cpus, FLAME_GRAPH, svg
+        )
+        flame_svg = svg.read_text()
         group.check_alive()
     return Run(
         baseline=measured[baseline.name],
         details=measured[api_target.name],
         profile=profiled,
+        flame_round=flame_round,
+        flame_svg=flame_svg,
         package_dir=package_dir,
         body_bytes=len(body),
         pin_note=pin_note,
@@ -879,132 +912,9 @@ def figures(run: Run, args: argparse.Namespace, svg: Path) -> dict[str, Any]:
             "wrk": run.profile.round.__dict__,
             "unmatched": dict(b.unmatched.most_common(50)),
             "svg": str(svg),
+            "flame_graph_wrk": run.flame_round.__dict__,
         },
     }
-
-
-# --- the flame graph --------------------------------------------------------------------------
-
-COLOURS = {
-    "query parsing": "#4e79a7",
-    "key check": "#f28e2b",
-    "catalogue generation": "#e15759",
-    "rate limit": "#76b7b2",
-    "usage count": "#59a14f",
-    "package lookup": "#edc948",
-    "serialization": "#b07aa1",
-    "response headers": "#ff9da7",
-    HAND_OFF: "#9c755f",
-    OTHER: "#bab0ac",
-}
-MIXED = "#e4e4e4"
-SVG_WIDTH, ROW, CHAR = 1400, 17, 6.6
-
-
-@dataclass
-class Node:
-    frame: Frame | None
-    samples: int = 0
-    stages: Counter[str] = field(default_factory=Counter)
-    children: dict[str, Node] = field(default_factory=dict)
-
-
-def common_prefix(stacks: Sequence[tuple[tuple[Frame, ...], int, str]]) -> int:
-    """How many outer frames (by function and file) every stack shares."""
-    if not stacks:
-        return 0
-    shortest = min(len(frames) for frames, _, _ in stacks)
-    first = stacks[0][0]
-    for depth in range(shortest):
-        if any(frames[depth].where != first[depth].where for frames, _, _ in stacks):
-            return depth
-    return shortest
-
-
-def build_tree(b: Breakdown) -> tuple[Node, int]:
-    skip = common_prefix(b.stacks)
-    root = Node(None)
-    for frames, samples, stage in b.stacks:
-        node = root
-        node.samples += samples
-        node.stages[stage] += samples
-        for frame in frames[skip:]:
-            node = node.children.setdefault(frame.where, Node(frame))
-            node.samples += samples
-            node.stages[stage] += samples
-    return root, skip
-
-
-def colour(node: Node) -> str:
-    """A frame a rule names takes its stage's colour; else the stage of nearly all its samples.
-
-    The event loop's and granian's frames hold the whole request: they take the
-    hand-off's colour only where nearly all their samples are the hand-off's.
-    """
-    rule = rule_for(node.frame, None) if node.frame is not None else None
-    if rule is not None and not rule.host:
-        return COLOURS[rule.stage]
-    stage, n = node.stages.most_common(1)[0]
-    return COLOURS[stage] if n >= 0.95 * node.samples else MIXED
-
-
-def flame_svg(b: Breakdown, title: str) -> str:
-    """An icicle graph of the main thread (outermost frame on top), coloured by stage."""
-    root, skipped = build_tree(b)
-    scale = (SVG_WIDTH - 20) / max(root.samples, 1)
-    boxes: list[str] = []
-    depth_reached = 0
-
-    def draw(node: Node, x: float, depth: int, name: str) -> None:
-        nonlocal depth_reached
-        width = node.samples * scale
-        if width < 0.3:
-            return
-        depth_reached = max(depth_reached, depth)
-        y = 50 + depth * ROW
-        shares = ", ".join(
-            f"{stage} {n / node.samples:.0%}" for stage, n in node.stages.most_common(4)
-        )
-        tip = (
-            f"{name}\n{node.samples:,} samples, {node.samples / root.samples:.1%} of the "
-            f"main thread\n{shares}"
-        )
-        chars = int((width - 6) / CHAR)
-        label = "" if chars < 3 else name if len(name) <= chars else name[: chars - 2] + ".."
-        boxes.append(
-            f'<g><title>{html.escape(tip)}</title><rect x="{x:.2f}" y="{y}" '
-            f'width="{width:.2f}" height="{ROW - 1}" fill="{colour(node)}" rx="2"/>'
-            f'<text x="{x + 3:.2f}" y="{y + 12}">{html.escape(label)}</text></g>'
-        )
-        child_x = x
-        for child in sorted(node.children.values(), key=lambda c: c.frame.where if c.frame else ""):
-            draw(child, child_x, depth + 1, str(child.frame.where if child.frame else "?"))
-            child_x += child.samples * scale
-
-    draw(root, 10, 0, f"main thread: {root.samples:,} samples ({skipped} shared outer frames)")
-    legend_y = 50 + (depth_reached + 1) * ROW + 20
-    legend = []
-    for i, stage in enumerate(STAGES):
-        x, y = 10 + (i % 5) * 270, legend_y + (i // 5) * 20
-        legend.append(
-            f'<rect x="{x}" y="{y}" width="14" height="14" fill="{COLOURS[stage]}"/>'
-            f'<text x="{x + 20}" y="{y + 11}">{html.escape(stage)} {b.share(stage):.1%}</text>'
-        )
-    height = legend_y + 50
-    return "\n".join(
-        [
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_WIDTH}" height="{height}" '
-            f'viewBox="0 0 {SVG_WIDTH} {height}" font-family="monospace" font-size="11">',
-            f'<rect width="{SVG_WIDTH}" height="{height}" fill="#ffffff"/>',
-            f'<text x="10" y="22" font-size="15">{html.escape(title)}</text>',
-            '<text x="10" y="40" fill="#555555">outermost frame on top; width: samples; '
-            "colour: stage (grey: frames of several stages); hover a box for its figures</text>",
-            *boxes,
-            *legend,
-            "</svg>",
-            "",
-        ]
-    )
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -1014,14 +924,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="wrk runs per target (median)")
     parser.add_argument(
-        "--duration", type=int, default=5, help="whole seconds per wrk run and of the profile"
+        "--duration", type=int, default=5, help="whole seconds per wrk run and of each profile"
     )
     parser.add_argument(
         "--warmup", type=int, default=2, help="whole seconds of warm-up per target (0: none)"
     )
     parser.add_argument("--rate", type=int, default=500, help="py-spy samples per second")
     parser.add_argument(
-        "--svg", type=Path, default=DEFAULT_SVG, help="the flame graph (default: %(default)s)"
+        "--svg", type=Path, default=DEFAULT_SVG, help="py-spy's flame graph (default: %(default)s)"
     )
     parser.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     parser.add_argument(
@@ -1039,17 +949,14 @@ def main() -> None:
         raise SystemExit(130) from None
     print(report(run, args))
     args.svg.parent.mkdir(parents=True, exist_ok=True)
-    args.svg.write_text(
-        flame_svg(
-            run.profile.breakdown,
-            f"pkgcat details request, worker main thread: "
-            f"{run.details.cpu_us_per_request:.1f} us per request "
-            f"({run.baseline.cpu_us_per_request:.1f} us bare server)",
-        )
-    )
+    args.svg.write_text(run.flame_svg)
     collapsed = args.svg.with_suffix(".collapsed.txt")
     collapsed.write_text(run.profile.collapsed)
-    print(f"\nflame graph: {args.svg} (py-spy's collapsed stacks: {collapsed})", file=sys.stderr)
+    print(
+        f"\npy-spy's flame graph: {args.svg} (under wrk at "
+        f"{run.flame_round.requests_per_second:,.0f} req/s); the table's raw capture: {collapsed}",
+        file=sys.stderr,
+    )
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures(run, args, args.svg), indent=2) + "\n")
