@@ -61,3 +61,12 @@ def test_ended_windows_are_dropped_and_open_again_on_the_next_hit() -> None:
     assert not hits(limiter, PRUNE_EVERY + 9, 1)[0].allowed  # still in its window
     clock.now += 1
     assert hits(limiter, 0, 2) == [RateDecision(True, 1, 0, 1), RateDecision(False, 1, 0, 1)]
+
+
+def test_the_reset_never_exceeds_the_window_whatever_the_clock_reads() -> None:
+    # Window ends are sums of floats: end - now can come out a hair above the window.
+    for start in (0.1, 496.921, 496.551, 1e9 + 0.7):
+        clock = Clock()
+        clock.now = start
+        limiter = WindowLimiter("3600/hour", clock=clock)
+        assert hits(limiter, 1, 1)[0].reset_after == 3600

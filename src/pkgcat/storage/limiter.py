@@ -41,6 +41,7 @@ class WindowLimiter:
         item = parse(rate_limit)
         self._amount = int(item.amount)
         self._window = float(item.get_expiry())
+        self._whole_window = int(item.get_expiry())
         self._clock = clock
         # application id -> [when its window ends, requests counted in it]
         self._windows: dict[int, list[float]] = {}
@@ -62,7 +63,8 @@ class WindowLimiter:
             count <= self._amount,
             self._amount,
             max(0, self._amount - count),
-            max(1, math.ceil(window[0] - now)),
+            # Clamped: window end minus now can round to a hair over the window.
+            max(1, min(self._whole_window, math.ceil(window[0] - now))),
         )
 
     def _prune(self, now: float) -> None:
