@@ -26,10 +26,15 @@ from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
 Clock = Callable[[], datetime]
 
 DAYS_DEFAULT, DAYS_MAX = 30, 365
-SETTLE_AFTER = 60.0
-"""Seconds after midnight by which every count of the day before has been committed
-(a count waits at most the database's busy or statement timeout, 10 s)."""
+SETTLE_AFTER = 300.0
+"""Seconds after midnight by which every count of the day before has been committed.
+
+A count waits at most for the write lock on SQLite (10 s), or on PostgreSQL
+for the batch in flight and then its own (two statements of at most 10 s
+each, plus the pool); five minutes also leaves room for clocks of several
+hosts that differ by a minute or two."""
 LIMIT_DEFAULT, LIMIT_MAX = 25, 100
+_REVOKED = "secret_key: unknown or revoked secret key"
 
 
 def utc_now() -> datetime:
@@ -83,10 +88,11 @@ class CatalogueService:
 
         Raises :class:`Unauthenticated` or :class:`RateLimited`; the count is
         durable when this returns. The key is checked against what this
-        process last knew of the catalogue, then confirmed against the
-        generation its count's commit read (no extra read when nothing
-        changed): a key revoked before the request arrived is refused, and
-        its count dropped with it.
+        process last knew of the catalogue; the commit of the count then has
+        the last word: it counts only a live key (SQLite) of an existing
+        application, and a dropped count is refused. When the commit read a
+        newer generation than the key was checked in (SQLite learns of
+        changes there), the caller is read again for its shape and zone.
         """
         caller = await self.authenticate(secret_key)
         decision = await self._limiter.hit(caller.application.id)
@@ -96,8 +102,11 @@ class CatalogueService:
         counted = await self._counter.record(
             caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
         )
-        caller = await self._confirm(caller, await self._catalogue.generation())
-        return caller._replace(requests_today=counted), decision
+        if counted.requests == 0:  # the key or its application had gone at the commit
+            raise Unauthenticated(_REVOKED)
+        if counted.generation >= 0 and counted.generation != caller.generation:
+            caller = await self._refresh(caller, await self._catalogue.generation())
+        return caller._replace(requests_today=counted.requests), decision
 
     async def authenticate(self, secret_key: str | None) -> Caller:
         """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""
@@ -126,20 +135,33 @@ class CatalogueService:
         # hashes, never about keys; the stored hash is then compared in constant time.
         record = await self._catalogue.find_key(key_hash)
         if record is None or not keys.same_hash(record.key_hash, key_hash):
-            raise Unauthenticated("secret_key: unknown or revoked secret key")
+            raise Unauthenticated(_REVOKED)
         return record
 
     async def _confirm(self, caller: Caller, generation: int) -> Caller:
         """``caller``, checked again if the catalogue changed since it was authenticated."""
         if generation == caller.generation:
             return caller
-        record = await self._key(caller.key.key_hash)
+        return self._with(caller, await self._key(caller.key.key_hash), generation)
+
+    async def _refresh(self, caller: Caller, generation: int) -> Caller:
+        """``caller`` read again after a change, for its shape and zone.
+
+        Its count is committed, so its key was live then: a revocation that
+        came after the commit does not undo the request.
+        """
+        record = await self._catalogue.find_key(caller.key.key_hash)
+        if record is None:
+            return caller
+        return self._with(caller, record, generation)
+
+    def _with(self, caller: Caller, record: KeyRecord, generation: int) -> Caller:
+        # The request keeps the day it was counted on, in the zone it was counted in.
         app = record.application
         return caller._replace(
             application=app,
             key=record,
             shape=app.shape or self._default_shape,
-            timezone=app.timezone or self._default_timezone,
             generation=generation,
         )
 

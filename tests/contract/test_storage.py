@@ -218,6 +218,20 @@ def test_a_cancelled_caller_does_not_cancel_the_others_count(
     assert stored_count(database_url, 1) == 2
 
 
+def test_a_count_says_the_days_count_and_a_dropped_one_says_zero(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> tuple[int, list[int], int]:
+        first = await storage.usage.record(1, DAY, 1, WHEN)
+        both = await asyncio.gather(
+            storage.usage.record(1, DAY, 1, WHEN), storage.usage.record(1, DAY, 1, WHEN)
+        )
+        gone = await storage.usage.record(999, DAY, 3, WHEN)  # no such application
+        return first.requests, [c.requests for c in both], gone.requests
+
+    assert run(database_url, work) == (1, [3, 3], 0)
+
+
 def test_the_last_used_time_is_written_with_the_count(
     database_url: str, catalogue: dict[str, str]
 ) -> None:

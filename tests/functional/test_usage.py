@@ -173,7 +173,7 @@ def test_yesterday_is_read_live_just_after_midnight_then_kept(api: Api, clock: C
     clock.now = datetime(2024, 3, 30, 0, 0, 10, tzinfo=UTC)
     assert last_two(1) == [("2024-03-29", 3), ("2024-03-30", 1)]
     assert last_two(30) == [("2024-03-29", 3), ("2024-03-30", 2)]
-    clock.now = datetime(2024, 3, 30, 0, 5, tzinfo=UTC)  # yesterday is closed: kept from now on
+    clock.now = datetime(2024, 3, 30, 0, 6, tzinfo=UTC)  # yesterday is closed: kept from now on
     assert last_two(1) == [("2024-03-29", 3), ("2024-03-30", 3)]
     assert last_two(30) == [("2024-03-29", 3), ("2024-03-30", 4)]
     # Another application's requests today do not reach this report; its own do.

@@ -9,6 +9,9 @@ from datetime import date
 
 import pytest
 
+from pkgcat import keys
+from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.sqlite import SqliteCounter, SqliteDatabase, sqlite_path
 
 DAY = date(2024, 3, 31)
@@ -169,3 +172,29 @@ def test_a_commit_on_the_request_connection_leaves_the_database_file_alone(
         assert os.path.getsize(path) == before
     finally:
         database.close()
+
+
+def test_a_revoked_keys_count_is_dropped_and_its_neighbours_land(
+    database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
+) -> None:
+    spare = admin.create_key("Alpha", "alpha-a")  # a second key of application 1
+    with sqlite3.connect(sqlite_path(database_url)) as db:
+        (spare_id,) = db.execute(
+            "SELECT id FROM secret_keys WHERE prefix = ?", (spare.prefix,)
+        ).fetchone()
+    store = SqliteCounter(SqliteDatabase(database_url))
+
+    async def main() -> list[Counted]:
+        await store.record(1, DAY, 1, WHEN)  # the worker's connection is open
+        admin.revoke_key(keys.display_prefix(catalogue["alpha-a"]))  # key 1
+        return list(
+            await asyncio.gather(
+                store.record(1, DAY, 1, WHEN), store.record(1, DAY, spare_id, WHEN)
+            )
+        )
+
+    revoked, live = asyncio.run(main())
+    assert revoked.requests == 0
+    assert live.requests == 2  # the first request and the spare key's
+    assert live.generation >= 0
+    assert stored(database_url) == 2

@@ -5,8 +5,8 @@ deep buyers pages, usage days that can no longer change) stays the same until
 the catalogue generation changes (:class:`~pkgcat.storage.interfaces.ChangeFeed`).
 :class:`CachedCatalogue` keeps those reads in memory for one generation and
 drops them all when it moves. The feed decides what "now" costs: on SQLite it
-is read from the file, in process; on PostgreSQL it is pushed by the database
-(LISTEN/NOTIFY), so a request costs no round trip to learn it.
+is read inside each commit of usage counts; on PostgreSQL it is pushed by the
+database (LISTEN/NOTIFY); either way a request makes no read to learn it.
 
 Every entry is stored under the generation its read *started* in, and only
 while that is still the cache's generation: a slow read that raced a change is
@@ -26,6 +26,7 @@ from pkgcat.storage.interfaces import (
     BuyersSlice,
     CatalogueReader,
     ChangeFeed,
+    Counted,
     UsageCounter,
 )
 
@@ -87,10 +88,10 @@ class CachedCatalogue:
         """The generation in the database now, and the one this cache knows of.
 
         Equal when every change committed so far has reached this process; on
-        PostgreSQL the second follows the first within a notification's trip
-        (on SQLite the feed reads it when asked).
+        PostgreSQL the second follows the first within a notification's trip;
+        on SQLite it is what the worker's last commit of counts read.
         """
-        return await self._reader.generation(), await self._changes.latest()
+        return await self._reader.generation(), self._changes.current()
 
     @property
     def known_generation(self) -> int:
@@ -177,7 +178,7 @@ class CachedUsage:
             GenerationCache(size)
         )
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
         return await self._counter.record(application_id, day, key_id, when)
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:

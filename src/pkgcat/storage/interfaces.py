@@ -41,6 +41,17 @@ class BuyersHint(NamedTuple):
     """Start right after this buyer instead of at the newest."""
 
 
+class Counted(NamedTuple):
+    """What the commit that carried a request's count says about it."""
+
+    requests: int
+    """The application's count on the day as the commit left it (this request included);
+    0 when the count was dropped because its key or application had gone."""
+    generation: int
+    """The catalogue generation in the commit's own snapshot, or -1 when the backend does
+    not read it there (PostgreSQL, whose change feed is pushed)."""
+
+
 class BuyersSlice(NamedTuple):
     """Buyers read in one snapshot: its generation, the total and the slice asked for."""
 
@@ -132,15 +143,17 @@ class CatalogueReader(Protocol):
 class UsageCounter(Protocol):
     """Durable per-day request counts, and the last-used time of each key."""
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
         """Count one request on ``day``, and note that key ``key_id`` was used at ``when``.
 
         The count is durable when the call returns. Returns the application's
         count on ``day`` as the commit that carried this one left it (this
         request and every count committed before it included), so that a usage
-        report needs no read of its own for today; 0 when the count was
-        dropped (its key or application had gone). Last-used times may be kept
-        at a coarser resolution (a minute) to keep writes off the hot path.
+        report needs no read of its own for today, or 0 when the count was
+        dropped (on SQLite a key revoked or deleted by then, on both an
+        application deleted); and, where the backend reads it in the same
+        snapshot, the catalogue generation. Last-used times may be kept at a
+        coarser resolution (a minute) to keep writes off the hot path.
         """
         ...
 

@@ -24,6 +24,7 @@ import asyncio
 from datetime import date
 
 from pkgcat.storage import rows
+from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
@@ -62,7 +63,7 @@ class PostgresCounter:
         self._touches: dict[int, int] = {}
         # Each waiting request's future and the (application, day) of its count,
         # resolved with that day's count by the batch that carries it.
-        self._waiters: list[tuple[asyncio.Future[int], tuple[int, str]]] = []
+        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]] = []
         self._in_flight: asyncio.Task[None] | None = None
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
@@ -70,13 +71,13 @@ class PostgresCounter:
         found = await pool.fetch(_USAGE, application_id, first.isoformat(), last.isoformat())
         return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
         key = (application_id, day.isoformat())
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[int] = loop.create_future()
+        waiter: asyncio.Future[Counted] = loop.create_future()
         self._waiters.append((waiter, key))
         if len(self._waiters) == 1 and self._in_flight is None:
             # After the callbacks already queued: the requests of this turn join in.
@@ -95,7 +96,7 @@ class PostgresCounter:
 
     async def _commit(
         self,
-        waiters: list[tuple[asyncio.Future[int], tuple[int, str]]],
+        waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]],
         counts: dict[tuple[int, str], int],
         touches: dict[int, int],
     ) -> None:
@@ -118,10 +119,11 @@ class PostgresCounter:
             if isinstance(error, asyncio.CancelledError):
                 raise
         else:
+            # The generation is not read here: the change feed pushes it (-1: not known).
             totals = {(row["application_id"], row["day"]): int(row["count"]) for row in found}
             for waiter, counted in waiters:
                 if not waiter.done():  # cancelled when its request went away
-                    waiter.set_result(totals.get(counted, 0))
+                    waiter.set_result(Counted(totals.get(counted, 0), -1))
         finally:
             self._in_flight = None
             if self._waiters:

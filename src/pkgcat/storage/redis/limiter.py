@@ -253,7 +253,9 @@ class RedisLimiter:
     async def close(self) -> None:
         # Let the batch of this turn and those in flight finish: their callers are waiting.
         if self._batch:
-            await asyncio.gather(*(waiter for _, waiter in self._batch), return_exceptions=True)
+            # Shielded: cancelling close() must not cancel the hits of requests still waiting.
+            waiting = [waiter for _, waiter in self._batch]
+            await asyncio.shield(asyncio.gather(*waiting, return_exceptions=True))
         if self._flushes:
             await asyncio.gather(*self._flushes, return_exceptions=True)
         await self._redis.aclose(close_connection_pool=True)

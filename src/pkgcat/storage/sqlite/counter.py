@@ -32,11 +32,15 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
 from pkgcat.storage import rows
+from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
 from pkgcat.storage.sqlite.catalogue import SqliteChanges, read_generation
 from pkgcat.storage.sqlite.connection import SqliteDatabase, connect
 
 log = logging.getLogger("pkgcat.storage")
+
+_DROPPED = Counted(0, -1)
+"""A count the commit dropped: its key or application had gone."""
 
 CHECKPOINT_INTERVAL = 1.0
 """Seconds between two WAL checkpoints started by the server (each on its own thread)."""
@@ -63,9 +67,9 @@ class SqliteCounter:
         # (application, key, day) -> requests of the batch
         self._counts: dict[tuple[int, int, str], int] = {}
         self._touches: dict[int, int] = {}
-        # Each waiting request's future and the (application, day) of its count,
-        # resolved with that day's count by the commit that carries it.
-        self._waiters: list[tuple[asyncio.Future[int], tuple[int, str]]] = []
+        # Each waiting request's future and the (application, key, day) of its count,
+        # resolved by the commit that carries it.
+        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str]]] = []
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -79,7 +83,7 @@ class SqliteCounter:
         ).fetchall()
         return {date.fromisoformat(row["day"]): row["count"] for row in found}
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> int:
+    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             if self._loop is not None:
@@ -90,8 +94,8 @@ class SqliteCounter:
         self._counts[key] = self._counts.get(key, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
-        waiter: asyncio.Future[int] = loop.create_future()
-        self._waiters.append((waiter, (application_id, iso_day)))
+        waiter: asyncio.Future[Counted] = loop.create_future()
+        self._waiters.append((waiter, key))
         if len(self._waiters) == 1:  # the first of a batch: no commit is scheduled yet
             # Runs after the callbacks already queued: the requests of this turn join in.
             loop.call_soon(self._commit)
@@ -103,14 +107,16 @@ class SqliteCounter:
         try:
             db = self._database.db
             totals: dict[tuple[int, str], int] = {}
+            live: set[tuple[int, int, str]] = set()
             db.execute("BEGIN IMMEDIATE")
             try:
                 for (a, k, d), n in self._counts.items():
                     row = db.execute(rows.INCREMENT, (d, n, k, a)).fetchone()
                     if row is not None:  # else dropped: the key has gone
                         totals[a, d] = int(row[0])
+                        live.add((a, k, d))
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
-                generation = read_generation(db) if self._changes is not None else None
+                generation = read_generation(db)
                 db.execute("COMMIT")
             finally:
                 # A failed statement, or a failed COMMIT, must not leave the
@@ -124,9 +130,9 @@ class SqliteCounter:
         except Exception as error:
             self._finish(error)
         else:
-            if generation is not None and self._changes is not None:
+            if self._changes is not None:
                 self._changes.observe(generation)
-            self._finish(None, totals)
+            self._finish(None, {k: Counted(totals[k[0], k[2]], generation) for k in live})
 
     def _retry_later(self) -> bool:
         """Try the commit again soon, unless the write lock has been busy for too long."""
@@ -142,17 +148,19 @@ class SqliteCounter:
         return True
 
     def _finish(
-        self, error: Exception | None, totals: dict[tuple[int, str], int] | None = None
+        self,
+        error: Exception | None,
+        counted: dict[tuple[int, int, str], Counted] | None = None,
     ) -> None:
         waiters = self._waiters
         self._waiters = []
         self._busy_since = None
         self._counts = {}
         self._touches = {}
-        for waiter, counted in waiters:
+        for waiter, key in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
-                    waiter.set_result(totals.get(counted, 0) if totals else 0)
+                    waiter.set_result((counted or {}).get(key, _DROPPED))
                 else:
                     waiter.set_exception(error)
         if error is None:
