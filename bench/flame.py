@@ -165,7 +165,7 @@ RULES: tuple[Rule, ...] = (
     Rule(HAND_OFF, HTTP, code=r"\bawait\s+send\("),
     Rule("query parsing", HTTP, code=r"\b_?parse_query\(|\bpresented_key\(|\b_header\("),
     Rule("catalogue generation", PKG, code=r"\.(latest_)?generation\(\)"),
-    Rule("key check", PKG, code=r"\bauthenticate\(|\b_confirm\(|\b_key\(|\bfind_key\("),
+    Rule("key check", PKG, code=r"\bauthenticate\(|\b_refresh\(|\b_key\(|\bfind_key\("),
     # admit builds the request's caller (its count of today) once the count has landed.
     Rule("key check", PKG + r"services\.py$", names("admit"), code=r"\bcaller\._replace\("),
     Rule("rate limit", PKG, code=r"\.limit\(|\.hit\("),
@@ -193,7 +193,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "key check",
         PKG,
-        names("authenticate", "_key", "_confirm", "find_key", "key_record", "utc_now", "_zone")
+        names("authenticate", "_key", "_refresh", "find_key", "key_record", "utc_now", "_zone")
         + r"|(^|\.)_?today$|clock",
     ),
     # The rate limiter, pkgcat's and the limits library.

@@ -97,7 +97,9 @@ class CatalogueService:
         caller = await self.authenticate(secret_key)
         decision = await self._limiter.hit(caller.application.id)
         if not decision.allowed:
-            await self._confirm(caller, await self._catalogue.latest_generation())
+            # Nothing is committed to learn a change from: a key revoked meanwhile is 401, not 429.
+            if await self._catalogue.latest_generation() != caller.generation:
+                await self._key(caller.key.key_hash)
             raise RateLimited(decision)
         counted = await self._counter.record(
             caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
@@ -138,12 +140,6 @@ class CatalogueService:
             raise Unauthenticated(_REVOKED)
         return record
 
-    async def _confirm(self, caller: Caller, generation: int) -> Caller:
-        """``caller``, checked again if the catalogue changed since it was authenticated."""
-        if generation == caller.generation:
-            return caller
-        return self._with(caller, await self._key(caller.key.key_hash), generation)
-
     async def _refresh(self, caller: Caller, generation: int) -> Caller:
         """``caller`` read again after a change, for its shape and zone.
 
@@ -153,9 +149,6 @@ class CatalogueService:
         record = await self._catalogue.find_key(caller.key.key_hash)
         if record is None:
             return caller
-        return self._with(caller, record, generation)
-
-    def _with(self, caller: Caller, record: KeyRecord, generation: int) -> Caller:
         # The request keeps the day it was counted on, in the zone it was counted in.
         app = record.application
         return caller._replace(
@@ -164,10 +157,6 @@ class CatalogueService:
             shape=app.shape or self._default_shape,
             generation=generation,
         )
-
-    async def usage(self, caller: Caller, days: int = DAYS_DEFAULT) -> list[UsageDay]:
-        """Today and the ``days`` before it, oldest first, days without requests at 0."""
-        return await self.usage_on(caller, self.usage_calendar(caller, days))
 
     def usage_calendar(self, caller: Caller, days: int = DAYS_DEFAULT) -> tuple[date, ...]:
         """The days a usage report of ``days`` covers: today and the ``days`` before it, oldest first."""

@@ -61,7 +61,7 @@ async def usage(
     zone = ZoneInfo(caller.timezone)
     # Only the last day or two can still change: the days before them are rendered
     # once per catalogue generation (operator loads of statistics move it).
-    live = min(service.live_days(caller), len(calendar))
+    live = service.live_days(caller)  # the calendar holds at least two days
     settled_days, live_days = calendar[:-live], calendar[-live:]
     key = ("usage", caller.application.id, calendar[0], live_days[0], *_view(caller))
     settled = cache.get(caller.generation, key)

@@ -86,7 +86,7 @@ WHERE application_id = ? AND day >= ? AND day <= ?
 # row when the count was dropped). Counts only a live key of that
 # application: a key revoked or deleted (with its application) while its request
 # was under way is gone, and its count with it (the request is refused, see
-# SqliteChanges), instead of failing the foreign key and every other count of the batch.
+# CatalogueService.admit), instead of failing the foreign key and every other count of the batch.
 INCREMENT = """
 INSERT INTO usage_days (application_id, day, count)
 SELECT application_id, ?, ? FROM secret_keys

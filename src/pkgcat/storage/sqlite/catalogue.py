@@ -48,8 +48,8 @@ class SqliteChanges:
         self._seen = generation
 
     async def latest(self) -> int:
-        self.observe(read_generation(self._database.db))
-        return self.current()
+        self._seen = read_generation(self._database.db)
+        return self._seen
 
     async def close(self) -> None:
         self._database.close()
@@ -69,7 +69,7 @@ class SqliteCatalogue:
         return read_generation(self._db)
 
     async def latest_generation(self) -> int:
-        return read_generation(self._db)
+        return await self.generation()
 
     async def find_key(self, key_hash: str) -> KeyRecord | None:
         row = self._db.execute(rows.FIND_KEY, (key_hash,)).fetchone()

@@ -14,7 +14,7 @@ A count whose key was revoked or deleted while its request was under way
 (``pkgcat key revoke``, ``app delete``, ``source delete --cascade`` on a
 serving database) is dropped (:data:`~pkgcat.storage.rows.INCREMENT` checks
 that the key is live, under the same write lock as the insert); the batch's
-other counts land. The request is then refused (see :class:`~pkgcat.storage.sqlite.SqliteChanges`).
+other counts land. The request is then refused (``CatalogueService.admit``).
 
 Each commit also reads the catalogue generation, in the same transaction, and
 hands it to the worker's :class:`~pkgcat.storage.sqlite.SqliteChanges`: this is
@@ -154,13 +154,14 @@ class SqliteCounter:
     ) -> None:
         waiters = self._waiters
         self._waiters = []
+        counted = counted or {}
         self._busy_since = None
         self._counts = {}
         self._touches = {}
         for waiter, key in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
-                    waiter.set_result((counted or {}).get(key, _DROPPED))
+                    waiter.set_result(counted.get(key, _DROPPED))
                 else:
                     waiter.set_exception(error)
         if error is None:
