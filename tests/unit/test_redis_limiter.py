@@ -288,6 +288,40 @@ def test_the_hits_of_one_turn_share_one_round_trip(private_redis: PrivateRedis) 
     assert one_by_one["reads"] - idle["reads"] == hits
 
 
+def test_hits_arriving_while_a_batch_is_in_flight_leave_together(
+    private_redis: PrivateRedis,
+) -> None:
+    """One pipeline in flight at a time: what arrives meanwhile is the next batch.
+
+    The server is paused (CLIENT PAUSE) so the first batch stays in flight while
+    ten more hits arrive, one per event-loop turn. They must reach Redis when the
+    first returns, on the connection already open, and take their counts in the
+    order they arrived, not as ten pipelines of one hit on ten new connections.
+    """
+
+    async def main() -> tuple[list[RateDecision], dict[str, Any], dict[str, Any]]:
+        limiter = RedisLimiter(private_redis.url, "100/minute", new_namespace(), timeout=WAIT)
+        try:
+            await hit(limiter)  # opens the connection and caches the script
+            before = private_redis.stats()
+            with private_redis.client() as client:
+                client.execute_command("CLIENT", "PAUSE", 300)
+            first = asyncio.ensure_future(limiter.hit(0))
+            later = []
+            for _ in range(10):
+                await asyncio.sleep(0)
+                later.append(asyncio.ensure_future(limiter.hit(0)))
+            decisions = await asyncio.gather(first, *later)
+            return decisions, before, private_redis.stats()
+        finally:
+            await limiter.close()
+
+    decisions, before, after = asyncio.run(main())
+    assert [d.remaining for d in decisions] == list(range(99, 88, -1))
+    # One new connection: the test's own, that paused the server.
+    assert after["total_connections_received"] == before["total_connections_received"] + 1
+
+
 def test_a_lost_script_cache_costs_no_count(private_redis: PrivateRedis) -> None:
     """After SCRIPT FLUSH (or a restart) the calls meet NOSCRIPT; only they are sent again."""
 

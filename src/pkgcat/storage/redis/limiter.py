@@ -21,11 +21,14 @@ Design, and why:
   first hit of an event-loop turn opens a batch and schedules its flush with
   ``loop.call_soon``; every hit of the same turn joins it; the flush sends
   all of them as ONE non-transactional pipeline of script calls and each
-  caller takes its own decision from the replies. Hits arriving while a
-  flush is in flight open the next batch. Replies are parsed by hiredis
-  (installed with redis-py's ``hiredis`` extra): its pure-Python parser cost
-  more than the rest of a request. Callers await the batch through
-  ``asyncio.shield``, so one caller going away does not cancel the others'.
+  caller takes its own decision from the replies. One batch is in flight at
+  a time: hits arriving meanwhile wait and leave together when it returns,
+  so under load a pipeline carries as many hits as arrived during the last
+  round trip instead of one small pipeline per turn (each pipeline costs the
+  worker more CPU than the requests it carries). Replies are parsed by
+  hiredis (installed with redis-py's ``hiredis`` extra): its pure-Python
+  parser cost more than the rest of a request. Each caller awaits its own
+  future, so one caller going away does not cancel the others'.
 - **EVALSHA, with EVAL on NOSCRIPT.** The script travels by its SHA1; after a
   Redis restart or SCRIPT FLUSH the calls that met NOSCRIPT (and only those:
   the others already counted) are sent again with the script's text, which
@@ -123,7 +126,7 @@ class RedisLimiter:
         self._loop: asyncio.AbstractEventLoop | None = None
         # The batch of the current turn: each hit's application and the future of its decision.
         self._batch: list[tuple[int, asyncio.Future[RateDecision]]] = []
-        self._flushes: set[asyncio.Task[None]] = set()
+        self._in_flight: asyncio.Task[None] | None = None
         self._resting_until = float("-inf")
         self._failing = False
 
@@ -141,23 +144,24 @@ class RedisLimiter:
             self._loop = loop
         decision: asyncio.Future[RateDecision] = loop.create_future()
         self._batch.append((application_id, decision))
-        if len(self._batch) == 1:
+        if len(self._batch) == 1 and self._in_flight is None:
             # Runs after the callbacks already queued: the other hits of this turn join in.
             loop.call_soon(self._flush)
         # A caller going away cancels only its own future: the batch goes on for the others.
         return await decision
 
     def _flush(self) -> None:
-        """Send the batch of the turn that just ended; later hits start the next one."""
+        """Send the waiting batch; hits arriving while it is in flight form the next one."""
+        if not self._batch or self._in_flight is not None:
+            return
         batch, self._batch = self._batch, []
         assert self._loop is not None
         if self._loop.time() < self._resting_until:
             # A batch in flight failed during this turn: this one fails open at once too.
             self._decide(batch, [self._open] * len(batch))
             return
-        task = self._loop.create_task(self._send(batch))
-        self._flushes.add(task)  # a strong reference until it ends (the loop keeps weak ones)
-        task.add_done_callback(self._flushes.discard)
+        # Held until it ends (the loop keeps weak references to tasks).
+        self._in_flight = self._loop.create_task(self._send(batch))
 
     @staticmethod
     def _decide(
@@ -195,6 +199,9 @@ class RedisLimiter:
             self._answered()
         finally:
             self._decide(batch, decisions)
+            self._in_flight = None
+            if self._batch:
+                self._flush()
 
     async def _run(self, keys: list[tuple[str, int]]) -> list[Any]:
         """The script's replies for (key, hits), in one round trip unless Redis lost the script."""
@@ -256,8 +263,8 @@ class RedisLimiter:
             # Shielded: cancelling close() must not cancel the hits of requests still waiting.
             waiting = [waiter for _, waiter in self._batch]
             await asyncio.shield(asyncio.gather(*waiting, return_exceptions=True))
-        if self._flushes:
-            await asyncio.gather(*self._flushes, return_exceptions=True)
+        while self._in_flight is not None:
+            await asyncio.gather(self._in_flight, return_exceptions=True)
         await self._redis.aclose(close_connection_pool=True)
 
 
