@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import linecache
 import math
@@ -85,6 +86,7 @@ from pathlib import Path
 from typing import Any
 
 import details
+import postgres
 from loadgen import (
     BENCH_DIR,
     Round,
@@ -714,7 +716,11 @@ def bench(args: argparse.Namespace) -> Run:
     wrk, py_spy = find_wrk(), find_py_spy()
     pkgcat = str(Path(sys.executable).with_name("pkgcat"))
     server_cpus, wrk_cpus = cpu_plan(args.pin)
-    with tempfile.TemporaryDirectory(prefix="pkgcat-flame-") as tmp_name, children() as group:
+    with (
+        tempfile.TemporaryDirectory(prefix="pkgcat-flame-") as tmp_name,
+        contextlib.ExitStack() as databases,
+        children() as group,
+    ):
         tmp = Path(tmp_name)
         env = dict(os.environ)  # PYTHONPATH included: it picks the pkgcat the server runs
         env |= {
@@ -726,6 +732,12 @@ def bench(args: argparse.Namespace) -> Run:
         package_dir = served_package(env)
         print(f"pkgcat served from {package_dir}", file=sys.stderr)
         demo = details.seed(pkgcat, env)
+        if args.backend == "postgres":
+            # The demo seeded into SQLite, then copied row for row into a fresh database.
+            env["PKGCAT_DATABASE_URL"] = databases.enter_context(
+                postgres.catalogue_database(tmp / "pkgcat.db", args.postgres_url)
+            )
+            env["PKGCAT_REDIS_URL"] = args.redis_url
         app = next(a for a in demo["applications"] if a["shape"] == "A" and a["timezone"] == "UTC")
         key, package = app["secret_key"], app["paid_package"]
         path = f"/1.0/package/details.json?package={package}"
@@ -937,6 +949,7 @@ def main() -> None:
     parser.add_argument(
         "--no-pin", dest="pin", action="store_false", help="do not pin servers, wrk and py-spy"
     )
+    postgres.add_backend_arguments(parser)
     args = parser.parse_args()
     if args.rounds < 1 or args.duration < 1 or args.warmup < 0 or args.rate < 1:
         parser.error("--rounds, --duration and --rate must be at least 1, --warmup at least 0")

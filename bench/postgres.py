@@ -10,6 +10,8 @@ servers start on the same numbers either way.
 
 from __future__ import annotations
 
+import argparse
+import os
 import sqlite3
 import sys
 import time
@@ -21,6 +23,28 @@ from pathlib import Path
 import psycopg
 from sqlalchemy import Boolean
 from sqlalchemy.engine import make_url
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and the addresses of the PostgreSQL and Redis it may use."""
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: the catalogue copied into PostgreSQL, the rate limit in Redis",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get(
+            "PKGCAT_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+        help="a PostgreSQL server to create the database on [PKGCAT_BENCH_POSTGRES_URL]",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("PKGCAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        help="the Redis of the rate limit with --backend postgres [PKGCAT_BENCH_REDIS_URL]",
+    )
 
 
 def _conninfo(url: str, database: str | None = None) -> str:

@@ -37,6 +37,7 @@ from typing import Any
 
 import catalogue
 import curves
+import postgres
 import reference
 from api import (
     BUYERS,
@@ -290,8 +291,6 @@ def measure_round_trips(
     A server of its own, a warm-up, then one wrk run of ``s.duration`` seconds between
     two readings of the databases' counters, each taken once their figures have settled.
     """
-    import postgres
-
     assert s.redis_url is not None
     server_cpus, wrk_cpus = cpu_plan(s.pin)
     api, proc = start_server(
@@ -383,24 +382,7 @@ def parse_args() -> Settings:
     parser.add_argument("--curve-duration", type=int, default=3, help="seconds per curve point")
     parser.add_argument("--no-curves", dest="curves", action="store_false")
     parser.add_argument("--no-pin", dest="pin", action="store_false")
-    parser.add_argument(
-        "--backend",
-        choices=("sqlite", "postgres"),
-        default="sqlite",
-        help="postgres: the catalogue copied into PostgreSQL, the rate limit in Redis",
-    )
-    parser.add_argument(
-        "--postgres-url",
-        default=os.environ.get(
-            "PKGCAT_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-        help="a PostgreSQL server to create the benchmark database on [PKGCAT_BENCH_POSTGRES_URL]",
-    )
-    parser.add_argument(
-        "--redis-url",
-        default=os.environ.get("PKGCAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"),
-        help="the Redis of the rate limit with --backend postgres [PKGCAT_BENCH_REDIS_URL]",
-    )
+    postgres.add_backend_arguments(parser)
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     backend = {
@@ -455,8 +437,6 @@ def run(s: Settings) -> int:
         database: Path | str = tmp / "catalogue.db"
         shutil.copyfile(cat.path, database)  # the cached file stays as generated
         if s.postgres_url is not None:
-            import postgres
-
             database = stack.enter_context(postgres.catalogue_database(cat.path, s.postgres_url))
         print(f"backend: {s.backend}", file=sys.stderr)
         rows: list[Row] = []
