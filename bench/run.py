@@ -111,6 +111,14 @@ class Row:
     status: int
     summary: Summary
     ratio: float
+    same_size_ratio: float
+    """Over the bare server serving a body of this target's size (see :data:`SIZE_MATCHED`)."""
+
+
+SIZE_MATCHED = 1.25
+"""A target whose body is more than this many times the details body gets a baseline of its own
+size: the bare server moves 27 KB at less than half its 1 KB rate, and that cost is the
+server's, not pkgcat's."""
 
 
 def check_answer(target: Target, key: str | None, url: str, settings: Settings) -> int:
@@ -188,19 +196,38 @@ def table_run(
             sizes[target.name] = check_answer(target, target.key, target.url, s)
         else:
             sizes[target.name] = check_answer(target, target.key, target.url, s)
-    base, base_proc = start_server(
-        group,
-        baseline_command(sizes["details (hot id)"], workers),
-        "/",
-        dict(os.environ),
-        tmp / f"baseline-{workers}.log",
-        server_cpus,
-    )
-    baseline = Target("baseline (bare ASGI)", base + "/")
-    sizes[baseline.name] = len(fetch(baseline.url)[1])
+    details_size = sizes["details (hot id)"]
+    # The bare server at the details body's size, and at each larger size a target has
+    # (targets within 10% of one another, such as buyers pages, share the smallest's).
+    base_sizes = [details_size]
+    for size in sorted(n for n in sizes.values() if n > SIZE_MATCHED * details_size):
+        if size > 1.1 * base_sizes[-1]:
+            base_sizes.append(size)
+    baselines: list[Target] = []
+    base_procs = []
+    for size in base_sizes:
+        base_url, base_proc = start_server(
+            group,
+            baseline_command(size, workers),
+            "/",
+            dict(os.environ),
+            tmp / f"baseline-{workers}-{size}.log",
+            server_cpus,
+        )
+        base_procs.append(base_proc)
+        name = reference.BASELINE if size == details_size else f"bare ASGI, {size:,} bytes"
+        baselines.append(Target(name, base_url + "/"))
+        sizes[name] = len(fetch(base_url + "/")[1])
+    baseline = baselines[0]
+
+    def same_size(name: str) -> str:
+        if sizes[name] <= SIZE_MATCHED * details_size:
+            return baseline.name
+        return next(b.name for b in reversed(baselines) if sizes[b.name] <= sizes[name])
+
     pin_note = f"servers on CPU {server_cpus}, wrk on CPU {wrk_cpus}" if server_cpus else "unpinned"
     print(f"{workers} worker(s), {pin_note}", file=sys.stderr)
-    all_targets = [baseline, *targets]
+    all_targets = [*baselines, *targets]
     load = {"connections": s.connections, "threads": s.threads, "cpus": wrk_cpus}
     for target in all_targets:
         if s.warmup > 0 and target.name in s.warm_only:
@@ -216,10 +243,10 @@ def table_run(
         cpus=wrk_cpus,
     )
     group.check_alive()
-    for proc in (base_proc, limited_proc, api_proc):
+    for proc in (*base_procs, limited_proc, api_proc):
         group.stop(proc)
     rows: list[Row] = []
-    base_rps = summarize(baseline.name, 0, results[baseline.name]).requests_per_second
+    rps = {b.name: summarize(b.name, 0, results[b.name]).requests_per_second for b in baselines}
     for target in all_targets:
         summary = summarize(target.name, sizes[target.name], results[target.name])
         for n, result in enumerate(results[target.name], 1):
@@ -229,21 +256,24 @@ def table_run(
                     f"{result.bad_responses} non-2xx, {result.socket_errors} socket errors "
                     f"(expected HTTP {target.expect})"
                 )
-        ratio = summary.requests_per_second / base_rps
-        rows.append(Row(workers, target.name, target.expect, summary, ratio))
+        ratio = summary.requests_per_second / rps[baseline.name]
+        own_size = summary.requests_per_second / rps[same_size(target.name)]
+        rows.append(Row(workers, target.name, target.expect, summary, ratio, own_size))
     return rows
 
 
 def markdown_table(rows: list[Row]) -> str:
     lines = [
-        "| workers | target | HTTP | body bytes | req/s | p50 ms | p99 ms | x baseline |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| workers | target | HTTP | body bytes | req/s | p50 ms | p99 ms | x baseline "
+        "| x same-size baseline |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         s = r.summary
         lines.append(
             f"| {r.workers} | {r.target} | {r.status} | {s.body_bytes:,} | "
-            f"{s.requests_per_second:,.0f} | {s.p50_ms:.2f} | {s.p99_ms:.2f} | {r.ratio:.2f} |"
+            f"{s.requests_per_second:,.0f} | {s.p50_ms:.2f} | {s.p99_ms:.2f} | {r.ratio:.2f} | "
+            f"{r.same_size_ratio:.2f} |"
         )
     return "\n".join(lines)
 
@@ -263,6 +293,7 @@ def write_table_csv(rows: list[Row], path: Path) -> None:
                 "x_baseline",
                 "req_per_s_rounds",
                 "timeouts",
+                "x_same_size_baseline",
             ]
         )
         for r in rows:
@@ -279,6 +310,7 @@ def write_table_csv(rows: list[Row], path: Path) -> None:
                     f"{r.ratio:.3f}",
                     " ".join(f"{x.requests_per_second:.0f}" for x in s.rounds),
                     s.timeouts,
+                    f"{r.same_size_ratio:.3f}",
                 ]
             )
 
@@ -337,8 +369,18 @@ def goals(rows: list[Row], sizes: list[dict[str, Any]], backend: str = "sqlite")
     d = one["details (hot id)"]
     if backend == "postgres":
         goal(d.ratio >= 0.25, f"details on PostgreSQL + Redis >= 0.25x: {d.ratio:.2f}x")
+        goal(d.ratio >= 0.30, f"details on PostgreSQL + Redis >= 0.30x: {d.ratio:.2f}x")
         return out
-    goal(d.ratio >= 0.30, f"details >= 0.30x baseline req/s: {d.ratio:.2f}x")
+    goal(d.ratio >= 0.45, f"details >= 0.45x baseline req/s: {d.ratio:.2f}x")
+    tail = d.summary.p99_ms / one[reference.BASELINE].summary.p99_ms
+    goal(tail <= 3, f"details p99 <= 3x the baseline's p99: {tail:.1f}x")
+    for name in ("usage (days=30)", "usage (days=365)", "buyers (page 1)"):
+        r = one[name]
+        goal(
+            r.same_size_ratio >= 0.8 * d.same_size_ratio,
+            f"{name} within 20% of details, each over a baseline of its own body size: "
+            f"{r.same_size_ratio:.2f}x vs {d.same_size_ratio:.2f}x",
+        )
     goal(d.summary.p99_ms < 10, f"details p99 < 10 ms at 64 connections: {d.summary.p99_ms:.2f} ms")
     u = one["usage (days=30)"]
     goal(u.ratio >= 0.20, f"usage (days=30) >= 0.20x: {u.ratio:.2f}x")
@@ -463,7 +505,13 @@ def run(s: Settings) -> int:
         print(line)
     sys.stdout.flush()  # before the lines on stderr
     results["table"] = [
-        {"workers": r.workers, "target": r.target, "ratio": r.ratio, **asdict(r.summary)}
+        {
+            "workers": r.workers,
+            "target": r.target,
+            "ratio": r.ratio,
+            "same_size_ratio": r.same_size_ratio,
+            **asdict(r.summary),
+        }
         for r in rows
     ]
     if not smoke:
