@@ -12,7 +12,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Shape = Literal["A", "B"]
@@ -70,6 +70,15 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1, le=64, description="Worker processes of `pkgcat serve`.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
+    )
+    metrics: bool = Field(
+        default=False,
+        description="`on` serves Prometheus metrics at `/metrics` (see docs/operators.md#metrics); off by default.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        min_length=16,
+        description="When set, `/metrics` answers only a scrape that sends `Authorization: Bearer <token>`.",
     )
     architectures: str = Field(
         default=DEFAULT_ARCHITECTURES,
