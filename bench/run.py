@@ -98,6 +98,8 @@ class Settings:
     backend: str = "sqlite"
     postgres_url: str | None = None
     redis_url: str | None = None
+    metrics: bool = False
+    """Serve with PKGCAT_METRICS on, to measure what metrics cost."""
     failures: list[str] = field(default_factory=list)
 
 
@@ -139,7 +141,7 @@ def table_run(
         group,
         pkgcat_command(workers),
         "/healthz",
-        serve_env(database, workers, UNLIMITED, s.redis_url),
+        serve_env(database, workers, UNLIMITED, s.redis_url, metrics=s.metrics),
         tmp / f"serve-{workers}.log",
         server_cpus,
     )
@@ -147,7 +149,7 @@ def table_run(
         group,
         pkgcat_command(workers),
         "/healthz",
-        serve_env(database, workers, SPENT, s.redis_url),
+        serve_env(database, workers, SPENT, s.redis_url, metrics=s.metrics),
         tmp / f"serve-limited-{workers}.log",
         server_cpus,
     )
@@ -401,9 +403,13 @@ def parse_args() -> Settings:
         default=os.environ.get("PKGCAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"),
         help="the Redis of the rate limit with --backend postgres [PKGCAT_BENCH_REDIS_URL]",
     )
+    parser.add_argument(
+        "--metrics", action="store_true", help="serve pkgcat with PKGCAT_METRICS on (its cost)"
+    )
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     backend = {
+        "metrics": args.metrics,
         "backend": args.backend,
         "postgres_url": args.postgres_url if args.backend == "postgres" else None,
         "redis_url": args.redis_url if args.backend == "postgres" else None,
