@@ -77,7 +77,6 @@ class Settings(BaseSettings):
     )
     metrics_token: SecretStr | None = Field(
         default=None,
-        min_length=16,
         description="When set, `/metrics` answers only a scrape that sends `Authorization: Bearer <token>`.",
     )
     architectures: str = Field(
@@ -111,6 +110,16 @@ class Settings(BaseSettings):
     def architecture_preference(self) -> tuple[str, ...]:
         """``architectures`` as a tuple, most preferred first."""
         return tuple(self.architectures.split(","))
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _long_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            # Never the value itself: it is a secret.
+            raise ValueError(
+                "a token needs at least 16 characters (openssl rand -hex 24 makes one)"
+            )
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -26,7 +26,7 @@ import hmac
 import logging
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -40,6 +40,9 @@ from prometheus_client import (
 
 from pkgcat.storage.backends import Storage
 from pkgcat.storage.cache import GenerationCache
+
+if TYPE_CHECKING:
+    from pkgcat.http.routes import Handler
 
 log = logging.getLogger("pkgcat.metrics")
 
@@ -68,7 +71,7 @@ LATENCY_BUCKETS = (
 _LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+?_(\d+)\.db$")
 
 
-def operation_names(routes: dict[str, Any]) -> dict[Any, str]:
+def operation_names(routes: dict[str, Handler]) -> dict[Handler | None, str]:
     """Each handler to its operation's label (``details`` for ``/1.0/package/details.json``)."""
     return {
         handler: path.rsplit("/", 1)[1].removesuffix(".json") for path, handler in routes.items()
@@ -81,7 +84,9 @@ class Metrics:
     content_type = CONTENT_TYPE_LATEST
     """Of the exposition: Prometheus' text format."""
 
-    def __init__(self, storage: Storage, operations: dict[Any, str], token: str | None) -> None:
+    def __init__(
+        self, storage: Storage, operations: dict[Handler | None, str], token: str | None
+    ) -> None:
         self._directory = os.environ.get(MULTIPROCESS_DIRECTORY) or None
         self._token = token.encode() if token is not None else None
         # A registry of this object's own: two apps in one process (tests) never collide.
@@ -144,8 +149,8 @@ class Metrics:
         )
         self._storage = storage
         self._operations = operations
-        self._children: dict[tuple[Any, int], Any] = {}
-        self._timers: dict[Any, Any] = {}
+        self._children: dict[tuple[Handler | None, int], Counter] = {}
+        self._timers: dict[Handler | None, Histogram] = {}
         self._caches: dict[str, GenerationCache[Any, Any]] = dict(storage.catalogue.caches())
         self._seen: dict[str, tuple[int, int]] = {}
         self._sampler: asyncio.Task[None] | None = None
@@ -157,7 +162,7 @@ class Metrics:
 
     # The request path ---------------------------------------------------------------------------
 
-    def request(self, handler: Any, status: int, code: int, seconds: float) -> None:
+    def request(self, handler: Handler | None, status: int, code: int, seconds: float) -> None:
         """Count one answered API request; ``handler`` is None for an unknown path."""
         child = self._children.get((handler, code))
         if child is None:
@@ -170,10 +175,10 @@ class Metrics:
         if code == 13:
             self.rejections.inc()
 
-    def _operation(self, handler: Any) -> str:
+    def _operation(self, handler: Handler | None) -> str:
         return self._operations.get(handler, "unknown")
 
-    def _child(self, handler: Any, status: int, code: int) -> Any:
+    def _child(self, handler: Handler | None, status: int, code: int) -> Counter:
         # A code always comes with the same status: (handler, code) is the whole key.
         child = self.requests.labels(self._operation(handler), str(status), str(code))
         self._children[handler, code] = child

@@ -7,7 +7,9 @@ and on PostgreSQL with Redis; with two workers, every scrape adds up both.
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -223,3 +225,42 @@ def worker_directory(pid: int) -> Path:
     parents = {path.parent for path in mapped}
     assert len(parents) == 1
     return parents.pop()
+
+
+@pytest.mark.server
+@pytest.mark.skipif(sys.platform != "linux", reason="finds the workers through /proc")
+def test_a_killed_workers_counts_stay_and_its_gauges_go(
+    postgres_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    env = environment(
+        postgres_url,
+        metrics="on",
+        redis_url=redis_url,
+        rate_limit_namespace=f"test-{secrets.token_hex(6)}",
+    )
+    apps = seed(env)
+    app = apps[0]
+    try:
+        with serving(env, tmp_path / "server.log", workers=2, apps=apps) as served:
+            workers = poll(
+                lambda: found if len(found := children(served.process.pid)) == 2 else None,
+                "two workers",
+            )
+            for _ in range(64):  # new connections: both workers serve (see above)
+                assert get(served, DETAILS, app["secret_key"], package=app["paid_package"]) == 200
+            pools = "pkgcat_database_pool_max_connections"
+            poll(
+                lambda: True if value(scrape(served.base), pools) == 8 else None,
+                "both workers' pools in the sum",
+            )
+            victim = next(iter(workers))
+            os.kill(victim.pid, signal.SIGKILL)
+            poll(lambda: True if not running(victim) else None, "the worker dies")
+            # The survivor's pool alone (the replacement has served nothing, so has none),
+            # and every request still counted, the dead worker's included.
+            counted = scrape(served.base)
+            assert value(counted, pools) == 4
+            requests = "pkgcat_requests_total"
+            assert value(counted, requests, operation="details", status="200", code="0") == 64
+    finally:
+        kill_marked(postgres_url)
