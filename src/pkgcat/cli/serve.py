@@ -50,7 +50,14 @@ def metrics_directory() -> Iterator[str]:
     prometheus_client (it reads the variable once) and before the workers fork;
     removed when the server stops, so no count outlives the server that made it.
     """
-    directory = tempfile.mkdtemp(prefix="pkgcat-metrics-")
+    try:
+        directory = tempfile.mkdtemp(prefix="pkgcat-metrics-")
+    except OSError as error:
+        fail(
+            f"PKGCAT_METRICS: cannot make a directory for the metrics in {tempfile.gettempdir()} "
+            f"({error.strerror}); point TMPDIR at a writable directory",
+            2,
+        )
     os.environ[MULTIPROCESS_DIRECTORY] = directory
     try:
         yield directory
