@@ -117,18 +117,17 @@ def create_site(
             await metrics.stop()
         await on_shutdown()
 
-    routes = [
-        Route("/", home),
-        Route("/openapi.json", openapi),
-        Route("/docs", docs),
-        Mount("/docs/static", StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
-        Route("/healthz", health),
-        Route("/readyz", readiness),
-    ]
-    if metrics is not None:  # off, /metrics is an unknown endpoint like any other
-        routes.append(Route("/metrics", scrape))
     return Starlette(
-        routes=routes,
+        routes=[
+            Route("/", home),
+            Route("/openapi.json", openapi),
+            Route("/docs", docs),
+            Mount("/docs/static", StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
+            Route("/healthz", health),
+            Route("/readyz", readiness),
+            # Off, /metrics is an unknown endpoint like any other.
+            *([Route("/metrics", scrape)] if metrics is not None else []),
+        ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
