@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +71,19 @@ def test_metrics_are_off_by_default_and_the_path_is_then_unknown(make_api: AppFa
     response = api.http.get("/metrics")
     assert response.status_code == 404
     assert response.json()["code"] == 1
+
+
+@pytest.mark.parametrize("metrics", ["off", "on"])
+def test_metrics_off_do_not_even_load_the_library(sqlite_url: str, metrics: str) -> None:
+    build = (
+        "import sys; from pkgcat.app import create_app; from pkgcat.config import Settings; "
+        f"create_app(Settings(database_url={sqlite_url!r}, metrics={metrics!r})); "
+        "print('prometheus_client' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", build], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == str(metrics == "on")
 
 
 def test_a_token_guards_the_metrics(make_api: AppFactory) -> None:
