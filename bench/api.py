@@ -38,7 +38,12 @@ def write_rotation(path: Path, cat: Catalogue) -> Path:
 
 
 def serve_env(
-    database: Path | str, workers: int, rate_limit: str, redis_url: str | None = None
+    database: Path | str,
+    workers: int,
+    rate_limit: str,
+    redis_url: str | None = None,
+    *,
+    metrics: bool = False,
 ) -> dict[str, str]:
     """A server's environment: a SQLite file (a path) or a database URL, and Redis or not."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PKGCAT_")}
@@ -47,6 +52,7 @@ def serve_env(
         "PKGCAT_RATE_LIMIT": rate_limit,
         "PKGCAT_WORKERS": str(workers),
         "PKGCAT_LOG_LEVEL": "warning",
+        "PKGCAT_METRICS": "on" if metrics else "off",
     }
     if redis_url is not None:
         # A namespace per server: each has its own limit, as separate catalogues would.

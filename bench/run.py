@@ -99,6 +99,8 @@ class Settings:
     backend: str = "sqlite"
     postgres_url: str | None = None
     redis_url: str | None = None
+    metrics: bool = False
+    """Serve with PKGCAT_METRICS on, to measure what metrics cost."""
     failures: list[str] = field(default_factory=list)
 
 
@@ -148,7 +150,7 @@ def table_run(
         group,
         pkgcat_command(workers),
         "/healthz",
-        serve_env(database, workers, UNLIMITED, s.redis_url),
+        serve_env(database, workers, UNLIMITED, s.redis_url, metrics=s.metrics),
         tmp / f"serve-{workers}.log",
         server_cpus,
     )
@@ -156,7 +158,7 @@ def table_run(
         group,
         pkgcat_command(workers),
         "/healthz",
-        serve_env(database, workers, SPENT, s.redis_url),
+        serve_env(database, workers, SPENT, s.redis_url, metrics=s.metrics),
         tmp / f"serve-limited-{workers}.log",
         server_cpus,
     )
@@ -425,9 +427,13 @@ def parse_args() -> Settings:
     parser.add_argument("--no-curves", dest="curves", action="store_false")
     parser.add_argument("--no-pin", dest="pin", action="store_false")
     postgres.add_backend_arguments(parser)
+    parser.add_argument(
+        "--metrics", action="store_true", help="serve pkgcat with PKGCAT_METRICS on (its cost)"
+    )
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     backend = {
+        "metrics": args.metrics,
         "backend": args.backend,
         "postgres_url": args.postgres_url if args.backend == "postgres" else None,
         "redis_url": args.redis_url if args.backend == "postgres" else None,

@@ -10,6 +10,7 @@ import gc
 
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
+from pkgcat.http.routes import ROUTES
 from pkgcat.http.site import create_site
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import open_storage
@@ -18,6 +19,14 @@ from pkgcat.storage.backends import open_storage
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     """Pick the catalogue, counter and limiter the settings name, and mount the routes."""
     storage = open_storage(settings)
+    metrics = None
+    if settings.metrics:  # imported only when on: off, metrics cost nothing
+        from pkgcat.metrics import Metrics, operation_names
+
+        token = settings.metrics_token
+        metrics = Metrics(
+            storage, operation_names(ROUTES), token.get_secret_value() if token else None
+        )
     service = CatalogueService(
         storage.catalogue,
         storage.usage,
@@ -26,7 +35,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         default_timezone=settings.timezone,
         clock=clock,
     )
-    return ApiApp(service, create_site(on_shutdown=storage.close, ready=storage.readiness))
+    site = create_site(on_shutdown=storage.close, ready=storage.readiness, metrics=metrics)
+    return ApiApp(service, site, metrics=metrics)
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

@@ -12,7 +12,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Shape = Literal["A", "B"]
@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
     )
+    metrics: bool = Field(
+        default=False,
+        description="`on` serves Prometheus metrics at `/metrics` (see docs/operators.md#metrics); off by default.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="When set, `/metrics` answers only a scrape that sends `Authorization: Bearer <token>`.",
+    )
     architectures: str = Field(
         default=DEFAULT_ARCHITECTURES,
         description="Architectures in order of preference: which record of a package details shows when its newest version is built for several.",
@@ -102,6 +110,16 @@ class Settings(BaseSettings):
     def architecture_preference(self) -> tuple[str, ...]:
         """``architectures`` as a tuple, most preferred first."""
         return tuple(self.architectures.split(","))
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _long_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            # Never the value itself: it is a secret.
+            raise ValueError(
+                "a token needs at least 16 characters (openssl rand -hex 24 makes one)"
+            )
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -42,6 +43,8 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         ("timezone", "Mars/Olympus", "not an IANA time zone"),
         ("rate_limit", "many", "not a rate limit"),
         ("port", "70000", "less than or equal to 65535"),
+        ("metrics", "maybe", "valid boolean"),
+        ("metrics_token", "short", "at least 16 characters"),
     ],
 )
 def test_bad_values_are_refused_with_a_message(
@@ -50,6 +53,18 @@ def test_bad_values_are_refused_with_a_message(
     monkeypatch.setenv(f"PKGCAT_{field.upper()}", value)
     with pytest.raises(ValidationError, match=message):
         Settings()
+
+
+def test_a_short_metrics_token_is_refused_without_being_shown(
+    run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PKGCAT_METRICS_TOKEN", "tooshort-secret")
+    result = run("migrate")
+    assert result.exit_code == 2
+    assert (
+        "PKGCAT_METRICS_TOKEN: Value error, a token needs at least 16 characters" in result.output
+    )
+    assert "tooshort-secret" not in result.output
 
 
 def test_a_server_workers_collector_spares_the_startup_objects(tmp_path: Path) -> None:

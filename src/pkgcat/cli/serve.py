@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Annotated
 
 import typer
@@ -20,6 +24,9 @@ from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.workers import die_with_parent, obey_stop_signals_in_forks
 
+MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
+"""Where prometheus_client's multiprocess mode keeps the workers' values (its own variable)."""
+
 
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on [PKGCAT_HOST].")] = None,
@@ -28,6 +35,38 @@ def serve(
 ) -> None:
     """Migrate the database, then serve the API until interrupted."""
     settings = load_settings(host=host, port=port, workers=workers)
+    with ExitStack() as cleanup:
+        if settings.metrics:
+            cleanup.enter_context(metrics_directory())
+        _serve(settings)
+
+
+@contextmanager
+def metrics_directory() -> Iterator[str]:
+    """A fresh directory where the workers write their metrics, for this server's life.
+
+    prometheus_client's multiprocess mode: each worker writes its values to files
+    of its own there, and ``/metrics`` adds them up. Set before anything imports
+    prometheus_client (it reads the variable once) and before the workers fork;
+    removed when the server stops, so no count outlives the server that made it.
+    """
+    try:
+        directory = tempfile.mkdtemp(prefix="pkgcat-metrics-")
+    except OSError as error:
+        fail(
+            f"PKGCAT_METRICS: cannot make a directory for the metrics in {tempfile.gettempdir()} "
+            f"({error.strerror}); point TMPDIR at a writable directory",
+            2,
+        )
+    os.environ[MULTIPROCESS_DIRECTORY] = directory
+    try:
+        yield directory
+    finally:
+        os.environ.pop(MULTIPROCESS_DIRECTORY, None)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _serve(settings: Settings) -> None:
     try:
         create_app(settings)  # fail here, in one line, rather than in every worker
     except Exception as error:  # any setting the app cannot be built from
@@ -81,6 +120,9 @@ def _print_banner(settings: Settings) -> None:
         f"  API       {base}/1.0/",
         f"  docs      {base}/docs",
     ]
+    if settings.metrics:
+        guard = "Bearer PKGCAT_METRICS_TOKEN" if settings.metrics_token else "no token"
+        lines.append(f"  metrics   {base}/metrics ({guard})")
     stderr.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 

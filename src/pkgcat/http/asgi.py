@@ -13,6 +13,8 @@ import itertools
 import logging
 import re
 import secrets
+import time
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,6 +34,9 @@ from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
 from pkgcat.http.routes import RESPONSE_CACHE_SIZE, ROUTES, VERSION, Handler, Query, ResponseCache
 from pkgcat.services import CatalogueService
+
+if TYPE_CHECKING:
+    from pkgcat.metrics import Metrics
 
 log = logging.getLogger("pkgcat.http")
 
@@ -94,10 +99,15 @@ def _with_request_id(send: Send, request_id: str) -> Send:
 class ApiApp:
     """The whole server as one ASGI callable."""
 
-    def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
+    def __init__(
+        self, service: CatalogueService, site: ASGIApp, *, metrics: Metrics | None = None
+    ) -> None:
         self.service = service
         self.site = site
         self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
+        self._metrics = metrics
+        if metrics is not None:
+            metrics.watch_cache("responses", self.responses)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)
@@ -117,7 +127,12 @@ class ApiApp:
         ):
             await self.site(scope, receive, _with_request_id(send, request_id))
             return
-        status, body, headers = await self._answer(scope, path, handler, request_id)
+        if self._metrics is None:
+            status, code, body, headers = await self._answer(scope, path, handler, request_id)
+        else:
+            started = time.perf_counter()
+            status, code, body, headers = await self._answer(scope, path, handler, request_id)
+            self._metrics.request(handler, status, code, time.perf_counter() - started)
         headers.append(_JSON)
         headers.append((b"x-request-id", request_id.encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -125,7 +140,8 @@ class ApiApp:
 
     async def _answer(
         self, scope: Scope, path: str, handler: Handler | None, request_id: str
-    ) -> tuple[int, bytes, Headers]:
+    ) -> tuple[int, int, bytes, Headers]:
+        """Status, API code, body and headers of the answer."""
         rate: Headers = []
         try:
             if handler is None:
@@ -144,19 +160,18 @@ class ApiApp:
             rate = _rate_headers(decision)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
-            return 200, await handler(self.service, caller, query, self.responses), rate
+            return 200, 0, await handler(self.service, caller, query, self.responses), rate
         except RateLimited as error:
             status, body, headers = error_response(error)
-            return status, body, _rate_headers(error.decision) + headers
+            return status, error.code, body, _rate_headers(error.decision) + headers
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):
                 headers.append((b"allow", b"GET"))
-            return status, body, rate + headers
+            return status, error.code, body, rate + headers
         except Exception:
             # The body says only that it failed; the log has the trace, under the same id.
             log.exception("request %s to %s failed", request_id, path)
-            status, body, headers = error_response(
-                InternalError(f"internal error; request id {request_id}")
-            )
-            return status, body, rate + headers
+            internal = InternalError(f"internal error; request id {request_id}")
+            status, body, headers = error_response(internal)
+            return status, internal.code, body, rate + headers

@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import swagger_ui
@@ -20,9 +21,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from pkgcat.errors import MethodNotAllowed, UnknownEndpoint
+from pkgcat.errors import MethodNotAllowed, Unauthenticated, UnknownEndpoint
 from pkgcat.http.errors import error_response
 from pkgcat.http.openapi import openapi_document
+
+if TYPE_CHECKING:
+    from pkgcat.metrics import Metrics
 
 _SWAGGER_STATIC = Path(swagger_ui.__file__).with_name("static")
 
@@ -50,7 +54,10 @@ Readiness = Callable[[], Awaitable[dict[str, object]]]
 log = logging.getLogger("pkgcat.http")
 
 
-def create_site(on_shutdown: Callable[[], Awaitable[None]], ready: Readiness) -> Starlette:
+def create_site(
+    on_shutdown: Callable[[], Awaitable[None]], ready: Readiness, metrics: Metrics | None = None
+) -> Starlette:
+    """The Starlette app; ``/metrics`` is served only when ``metrics`` is given."""
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
@@ -73,6 +80,16 @@ def create_site(on_shutdown: Callable[[], Awaitable[None]], ready: Readiness) ->
             return Response(orjson.dumps(body), status_code=503, media_type="application/json")
         return Response(orjson.dumps({"status": "ready", **found}), media_type="application/json")
 
+    async def scrape(request: Request) -> Response:
+        assert metrics is not None
+        if not metrics.allows(request.headers.get("authorization")):
+            status, body, _ = error_response(
+                Unauthenticated("/metrics needs Authorization: Bearer <PKGCAT_METRICS_TOKEN>")
+            )
+            headers = {"www-authenticate": 'Bearer realm="metrics"'}
+            return Response(body, status, headers, media_type="application/json")
+        return Response(metrics.exposition(), media_type=metrics.content_type)
+
     async def home(_request: Request) -> Response:
         return RedirectResponse("/docs")
 
@@ -93,7 +110,11 @@ def create_site(on_shutdown: Callable[[], Awaitable[None]], ready: Readiness) ->
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        if metrics is not None:
+            metrics.start()
         yield
+        if metrics is not None:
+            await metrics.stop()
         await on_shutdown()
 
     return Starlette(
@@ -104,6 +125,8 @@ def create_site(on_shutdown: Callable[[], Awaitable[None]], ready: Readiness) ->
             Mount("/docs/static", StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
             Route("/healthz", health),
             Route("/readyz", readiness),
+            # Off, /metrics is an unknown endpoint like any other.
+            *([Route("/metrics", scrape)] if metrics is not None else []),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,

@@ -9,12 +9,36 @@ connect on first use, after the server has forked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from pkgcat.config import Settings
 from pkgcat.storage.cache import CachedCatalogue, CachedUsage
 from pkgcat.storage.engine import backend_name
-from pkgcat.storage.interfaces import CatalogueReader, ChangeFeed, RateLimiter, UsageCounter
+from pkgcat.storage.interfaces import (
+    CatalogueReader,
+    ChangeFeed,
+    PoolUse,
+    RateLimiter,
+    UsageCounter,
+)
+
+
+class WatchedCounter(UsageCounter, Protocol):
+    """A usage counter that tells ``/metrics`` how its group commit is doing."""
+
+    on_flush: Callable[[float], None] | None
+    """Called with the seconds each batch of counts took to commit."""
+
+    @property
+    def pending_counts(self) -> int:
+        """Counts waiting for their commit now."""
+        ...
+
+
+def _no_pool() -> PoolUse | None:
+    return None  # SQLite: one connection per worker, no pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +48,10 @@ class Storage:
     catalogue: CachedCatalogue
     usage: CachedUsage
     limiter: RateLimiter
+    counter: WatchedCounter
+    """The counter behind ``usage``, for ``/metrics``."""
+    pool_use: Callable[[], PoolUse | None] = _no_pool
+    """The worker's pool of database connections now, where there is one (``/metrics``)."""
 
     async def readiness(self) -> dict[str, object]:
         """What ``/readyz`` reports; raises when the database cannot be read."""
@@ -36,7 +64,9 @@ class Storage:
         await self.catalogue.close()
 
 
-def _database(settings: Settings) -> tuple[CatalogueReader, ChangeFeed, UsageCounter]:
+def _database(
+    settings: Settings,
+) -> tuple[CatalogueReader, ChangeFeed, WatchedCounter, Callable[[], PoolUse | None]]:
     backend = backend_name(settings.database_url)
     if backend == "sqlite":
         from pkgcat.storage.sqlite import SqliteCatalogue, SqliteChanges, SqliteCounter
@@ -45,13 +75,13 @@ def _database(settings: Settings) -> tuple[CatalogueReader, ChangeFeed, UsageCou
         database = SqliteDatabase(settings.database_url)
         changes = SqliteChanges(database)
         counter = SqliteCounter(database, changes=changes)
-        return SqliteCatalogue(database), changes, counter
+        return SqliteCatalogue(database), changes, counter, _no_pool
     if backend == "postgresql":
         from pkgcat.storage.postgres import PostgresCatalogue, PostgresChanges, PostgresCounter
         from pkgcat.storage.postgres.connection import PostgresDatabase
 
         pg = PostgresDatabase(settings.database_url, pool_size=settings.database_pool_size)
-        return PostgresCatalogue(pg), PostgresChanges(pg), PostgresCounter(pg)
+        return PostgresCatalogue(pg), PostgresChanges(pg), PostgresCounter(pg), pg.pool_use
     raise ValueError(
         f"PKGCAT_DATABASE_URL: pkgcat runs on sqlite:/// or postgresql://, not {backend!r}"
     )
@@ -70,8 +100,12 @@ def _limiter(settings: Settings) -> RateLimiter:
 
 def open_storage(settings: Settings) -> Storage:
     """The backends ``settings`` name, the catalogue and usage behind one cache layer."""
-    reader, changes, counter = _database(settings)
+    reader, changes, counter, pool_use = _database(settings)
     catalogue = CachedCatalogue(reader, changes)
     return Storage(
-        catalogue=catalogue, usage=CachedUsage(counter, catalogue), limiter=_limiter(settings)
+        catalogue=catalogue,
+        usage=CachedUsage(counter, catalogue),
+        limiter=_limiter(settings),
+        counter=counter,
+        pool_use=pool_use,
     )

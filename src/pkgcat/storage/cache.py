@@ -17,7 +17,7 @@ rendered answers of the HTTP layer.
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pkgcat.domain import KeyRecord, Package
 from pkgcat.storage.interfaces import (
@@ -38,12 +38,18 @@ MARK_EVERY = 100
 
 
 class GenerationCache(Generic[K, V]):
-    """Values valid for one catalogue generation, at most ``size`` of them."""
+    """Values valid for one catalogue generation, at most ``size`` of them.
+
+    ``hits`` and ``misses`` count the lookups since it was made (plain integers:
+    ``/metrics`` reads them now and then, so a lookup pays no more than an addition).
+    """
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._generation = -1
         self._values: dict[K, V] = {}
+        self.hits = 0
+        self.misses = 0
 
     def get(self, generation: int, key: K) -> V | None:
         if generation != self._generation:
@@ -52,8 +58,14 @@ class GenerationCache(Generic[K, V]):
             if generation > self._generation or generation < 0:
                 self._generation = generation
                 self._values.clear()
+            self.misses += 1
             return None
-        return self._values.get(key)
+        value = self._values.get(key)
+        if value is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return value
 
     def put(self, generation: int, key: K, value: V) -> None:
         """Keep ``value``, read in ``generation``, unless the cache has moved on (or never trusts)."""
@@ -92,6 +104,10 @@ class CachedCatalogue:
         on SQLite it is what the worker's last commit of counts read.
         """
         return await self._reader.generation(), self._changes.current()
+
+    def caches(self) -> dict[str, GenerationCache[Any, Any]]:
+        """The caches worth watching (``/metrics``), by name."""
+        return {"keys": self._keys, "packages": self._packages}
 
     @property
     def known_generation(self) -> int:

@@ -52,6 +52,17 @@ class Counted(NamedTuple):
     not read it there (PostgreSQL, whose change feed is pushed)."""
 
 
+class PoolUse(NamedTuple):
+    """A worker's pool of database connections, as ``/metrics`` shows it."""
+
+    size: int
+    """Connections open."""
+    in_use: int
+    """Connections lent to a request or a commit right now."""
+    max_size: int
+    """The most the pool opens (``PKGCAT_DATABASE_POOL_SIZE``)."""
+
+
 class BuyersSlice(NamedTuple):
     """Buyers read in one snapshot: its generation, the total and the slice asked for."""
 

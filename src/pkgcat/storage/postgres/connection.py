@@ -16,6 +16,8 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import URL, make_url
 
+from pkgcat.storage.interfaces import PoolUse
+
 COMMAND_TIMEOUT = 10.0
 """Seconds one statement of the request path may take before the request fails (code 15)."""
 
@@ -83,6 +85,15 @@ class PostgresDatabase:
             if opening.done() and self._pools.get(loop) is opening:
                 del self._pools[loop]  # the next request tries again
             raise
+
+    def pool_use(self) -> PoolUse | None:
+        """This loop's pool as it stands, or None while it is not open (no round trip)."""
+        opening = self._pools.get(asyncio.get_running_loop())
+        if opening is None or not opening.done() or opening.cancelled() or opening.exception():
+            return None
+        pool = opening.result()
+        size, idle = pool.get_size(), pool.get_idle_size()
+        return PoolUse(size, size - idle, pool.get_max_size())
 
     async def connect(self) -> Any:
         """A connection of its own, outside the pool (the change feed's LISTEN)."""

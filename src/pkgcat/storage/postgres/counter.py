@@ -21,6 +21,8 @@ first, for the same reason.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from datetime import date
 
 from pkgcat.storage import rows
@@ -65,6 +67,14 @@ class PostgresCounter:
         # resolved with that day's count by the batch that carries it.
         self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]] = []
         self._in_flight: asyncio.Task[None] | None = None
+        self._flying = 0
+        self.on_flush: Callable[[float], None] | None = None
+        """Called with the seconds each batch's commit took, failed ones included."""
+
+    @property
+    def pending_counts(self) -> int:
+        """Counts waiting for their commit: the batch in flight and the one queued behind it."""
+        return self._flying + len(self._waiters)
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
         pool = await self._database.pool()
@@ -90,6 +100,7 @@ class PostgresCounter:
             return
         counts, touches, waiters = self._counts, self._touches, self._waiters
         self._counts, self._touches, self._waiters = {}, {}, []
+        self._flying = len(waiters)
         self._in_flight = asyncio.get_running_loop().create_task(
             self._commit(waiters, counts, touches)
         )
@@ -100,6 +111,7 @@ class PostgresCounter:
         counts: dict[tuple[int, str], int],
         touches: dict[int, int],
     ) -> None:
+        started = time.perf_counter()
         try:
             ordered = sorted(counts.items())
             key_ids = sorted(touches)
@@ -125,7 +137,9 @@ class PostgresCounter:
                 if not waiter.done():  # cancelled when its request went away
                     waiter.set_result(Counted(totals.get(counted, 0), -1))
         finally:
-            self._in_flight = None
+            self._in_flight, self._flying = None, 0
+            if self.on_flush is not None:
+                self.on_flush(time.perf_counter() - started)
             if self._waiters:
                 self._send()
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
@@ -76,6 +78,14 @@ class SqliteCounter:
         self._checkpoint_db: sqlite3.Connection | None = None
         self._checkpointing = False
         self._last_checkpoint = float("-inf")
+        self.on_flush: Callable[[float], None] | None = None
+        """Called with the seconds each batch took, from its first attempt to its end."""
+        self._flush_started: float | None = None
+
+    @property
+    def pending_counts(self) -> int:
+        """Counts waiting for their commit (more than a turn's worth while the file is busy)."""
+        return len(self._waiters)
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
         found = self._database.db.execute(
@@ -104,6 +114,8 @@ class SqliteCounter:
 
     def _commit(self) -> None:
         """Commit every pending count and last-used time in one transaction."""
+        if self.on_flush is not None and self._flush_started is None:
+            self._flush_started = time.perf_counter()
         try:
             db = self._database.db
             totals: dict[tuple[int, str], int] = {}
@@ -154,6 +166,10 @@ class SqliteCounter:
     ) -> None:
         waiters = self._waiters
         self._waiters = []
+        if self._flush_started is not None:
+            if self.on_flush is not None:
+                self.on_flush(time.perf_counter() - self._flush_started)
+            self._flush_started = None
         counted = counted or {}
         self._busy_since = None
         self._counts = {}

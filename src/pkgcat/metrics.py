@@ -1,0 +1,271 @@
+"""The server's Prometheus metrics, served at ``/metrics`` when ``PKGCAT_METRICS`` is on.
+
+Off by default, and then this module is never imported: the request path pays
+nothing. On, each API request costs one counter increment and one histogram
+observation, on children resolved once per (operation, status, code). The rest
+is read now and then rather than on the request path: a sampler task in each
+worker copies the response and catalogue caches' hit and miss counts, the
+usage counts waiting for their commit and the database pool's use into the
+metrics once a second, and again just before the worker answers a scrape.
+
+Under ``pkgcat serve`` every worker writes its values to files of its own in
+the directory ``PROMETHEUS_MULTIPROC_DIR`` names (``prometheus_client``'s
+multiprocess mode: ``serve`` makes a fresh one each start and removes it at
+exit), and ``/metrics`` on any worker adds up the files of every worker.
+A worker that has died keeps its counts in the sums; its gauges are dropped.
+Elsewhere (an app built in-process) the values are this process's alone.
+docs/operators.md#metrics lists every metric.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import hmac
+import logging
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from pkgcat.storage.backends import Storage
+from pkgcat.storage.cache import GenerationCache
+
+if TYPE_CHECKING:
+    from pkgcat.http.routes import Handler
+
+log = logging.getLogger("pkgcat.metrics")
+
+MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
+SAMPLE_INTERVAL = 1.0
+"""Seconds between two samples of a worker's caches, pending counts and pool."""
+
+LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+"""Seconds: a warm details request takes well under a millisecond, a stuck one seconds."""
+
+_LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+?_(\d+)\.db$")
+
+
+def operation_names(routes: dict[str, Handler]) -> dict[Handler | None, str]:
+    """Each handler to its operation's label (``details`` for ``/1.0/package/details.json``)."""
+    return {
+        handler: path.rsplit("/", 1)[1].removesuffix(".json") for path, handler in routes.items()
+    }
+
+
+class Metrics:
+    """One worker's metrics: what the request path counts, and what the sampler reads."""
+
+    content_type = CONTENT_TYPE_LATEST
+    """Of the exposition: Prometheus' text format."""
+
+    def __init__(
+        self, storage: Storage, operations: dict[Handler | None, str], token: str | None
+    ) -> None:
+        self._directory = os.environ.get(MULTIPROCESS_DIRECTORY) or None
+        self._token = token.encode() if token is not None else None
+        # A registry of this object's own: two apps in one process (tests) never collide.
+        self._registry = CollectorRegistry()
+        registry = self._registry
+        self.requests = Counter(
+            "pkgcat_requests",
+            "API requests answered, by operation, HTTP status and API code (0: success).",
+            ["operation", "status", "code"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "pkgcat_request_duration_seconds",
+            "Time to answer an API request, from routing to the response ready to send.",
+            ["operation"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.rejections = Counter(
+            "pkgcat_rate_limit_rejections",
+            "API requests refused because their application's rate limit was spent (code 13).",
+            registry=registry,
+        )
+        self.cache_hits = Counter(
+            "pkgcat_cache_hits",
+            "Lookups answered from a worker's cache, by cache.",
+            ["cache"],
+            registry=registry,
+        )
+        self.cache_misses = Counter(
+            "pkgcat_cache_misses",
+            "Lookups a worker's cache could not answer, by cache.",
+            ["cache"],
+            registry=registry,
+        )
+        self.pending = Gauge(
+            "pkgcat_usage_pending_counts",
+            "Request counts waiting for their commit, summed over the live workers.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.flushes = Histogram(
+            "pkgcat_usage_flush_seconds",
+            "Time to commit one batch of request counts (group commit), retries included.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.pool = Gauge(
+            "pkgcat_database_pool_connections",
+            "PostgreSQL connections of the workers' pools, by state (in_use, idle).",
+            ["state"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.pool_max = Gauge(
+            "pkgcat_database_pool_max_connections",
+            "The most connections the live workers' pools may open together.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self._storage = storage
+        self._operations = operations
+        self._children: dict[tuple[Handler | None, int], Counter] = {}
+        self._timers: dict[Handler | None, Histogram] = {}
+        self._caches: dict[str, GenerationCache[Any, Any]] = dict(storage.catalogue.caches())
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._sampler: asyncio.Task[None] | None = None
+        storage.counter.on_flush = self.flushes.observe
+
+    def watch_cache(self, name: str, cache: GenerationCache[Any, Any]) -> None:
+        """Report ``cache``'s hits and misses under ``name``."""
+        self._caches[name] = cache
+
+    # The request path ---------------------------------------------------------------------------
+
+    def request(self, handler: Handler | None, status: int, code: int, seconds: float) -> None:
+        """Count one answered API request; ``handler`` is None for an unknown path."""
+        child = self._children.get((handler, code))
+        if child is None:
+            child = self._child(handler, status, code)
+        child.inc()
+        timer = self._timers.get(handler)
+        if timer is None:
+            timer = self._timers[handler] = self.latency.labels(self._operation(handler))
+        timer.observe(seconds)
+        if code == 13:
+            self.rejections.inc()
+
+    def _operation(self, handler: Handler | None) -> str:
+        return self._operations.get(handler, "unknown")
+
+    def _child(self, handler: Handler | None, status: int, code: int) -> Counter:
+        # A code always comes with the same status: (handler, code) is the whole key.
+        child = self.requests.labels(self._operation(handler), str(status), str(code))
+        self._children[handler, code] = child
+        return child
+
+    # The sampler --------------------------------------------------------------------------------
+
+    def sample(self) -> None:
+        """Copy what the caches, the counter and the pool hold now into the metrics."""
+        for name, cache in self._caches.items():
+            hits, misses = self._seen.get(name, (0, 0))
+            if cache.hits > hits:
+                self.cache_hits.labels(name).inc(cache.hits - hits)
+            if cache.misses > misses:
+                self.cache_misses.labels(name).inc(cache.misses - misses)
+            self._seen[name] = (cache.hits, cache.misses)
+        self.pending.set(self._storage.counter.pending_counts)
+        use = self._storage.pool_use()
+        if use is not None:
+            self.pool.labels("in_use").set(use.in_use)
+            self.pool.labels("idle").set(use.size - use.in_use)
+            self.pool_max.set(use.max_size)
+
+    async def _sample_forever(self) -> None:
+        while True:
+            try:
+                self.sample()
+            except Exception:  # a metric must never take the worker down
+                log.exception("sampling the metrics failed")
+            await asyncio.sleep(SAMPLE_INTERVAL)
+
+    def start(self) -> None:
+        """Start this worker's sampler (on its event loop)."""
+        if self._sampler is None:
+            self._sampler = asyncio.get_running_loop().create_task(self._sample_forever())
+
+    async def stop(self) -> None:
+        """Stop the sampler; a worker that stops takes its gauges out of the sums."""
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
+            self._sampler = None
+        self.sample()
+        if self._directory is not None:
+            _mark_dead(os.getpid(), self._directory)
+
+    # The scrape ---------------------------------------------------------------------------------
+
+    def allows(self, authorization: str | None) -> bool:
+        """Whether a scrape with this ``Authorization`` header may read the metrics."""
+        if self._token is None:
+            return True
+        scheme, _, presented = (authorization or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            presented.strip().encode(), self._token
+        )
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus' text format: every worker's, under ``pkgcat serve``."""
+        self.sample()
+        if self._directory is None:
+            return generate_latest(self._registry)
+        self._forget_dead_workers()
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=self._directory)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+        return generate_latest(registry)
+
+    def _forget_dead_workers(self) -> None:
+        """Drop the gauges of workers that died without stopping (killed, crashed)."""
+        assert self._directory is not None
+        for path in glob.glob(os.path.join(self._directory, "gauge_live*.db")):
+            found = _LIVE_GAUGE_FILE.search(path)
+            if found is not None and not _alive(int(found.group(1))):
+                _mark_dead(int(found.group(1)), self._directory)
+
+
+def _mark_dead(pid: int, directory: str) -> None:
+    """Remove the files of ``pid``'s live gauges, so the sums leave it out."""
+    multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, as another user's process
+    return True
