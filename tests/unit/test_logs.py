@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -11,6 +12,8 @@ import pytest
 from pkgcat.config import Settings
 from pkgcat.keys import new_key
 from pkgcat.logs import REQUEST_ID, configure_logging, redact
+from pkgcat.storage.postgres.catalogue import PostgresChanges
+from pkgcat.storage.postgres.connection import PostgresDatabase
 
 KEY = new_key()
 """A key of the right form; only its display prefix may ever be logged."""
@@ -110,3 +113,29 @@ def test_keys_and_authorization_never_reach_a_line(capsys: pytest.CaptureFixture
 )
 def test_redact(text: str, redacted: str) -> None:
     assert redact(text) == redacted
+
+
+def test_the_change_feed_logs_under_no_request_id(capsys: pytest.CaptureFixture[str]) -> None:
+    """The feed's listener lives as long as the worker, though a request starts it."""
+    configure_logging(Settings(log_format="json"))
+    # Nothing listens on port 1: the listener cannot connect, and says so once.
+    feed = PostgresChanges(PostgresDatabase("postgresql://pkgcat@127.0.0.1:1/none"))
+    output = ""
+
+    async def first_request() -> None:
+        nonlocal output
+        REQUEST_ID.set("first-request")
+        logging.getLogger("pkgcat.http").info("the request's own line")
+        assert feed.current() == -1
+        for _ in range(500):  # polling for the warning, not timing anything
+            output += capsys.readouterr().err
+            if "cannot listen" in output:
+                break
+            await asyncio.sleep(0.01)
+        await feed.close()
+
+    asyncio.run(first_request())
+    own, warning = (json.loads(line) for line in output.splitlines())
+    assert own["request_id"] == "first-request"
+    assert warning["logger"] == "pkgcat.storage.postgres"
+    assert "request_id" not in warning
