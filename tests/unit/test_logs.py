@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import re
 
 import pytest
+from rich.console import Console
+from rich.progress import Progress
 
 from pkgcat.config import Settings
 from pkgcat.keys import new_key
@@ -139,3 +142,18 @@ def test_the_change_feed_logs_under_no_request_id(capsys: pytest.CaptureFixture[
     assert own["request_id"] == "first-request"
     assert warning["logger"] == "pkgcat.storage.postgres"
     assert "request_id" not in warning
+
+
+def test_a_line_logged_under_a_progress_bar_is_printed_above_it() -> None:
+    configure_logging(Settings())
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=100)
+    with Progress(console=console, transient=True, auto_refresh=False) as bar:
+        bar.add_task("import", total=10)
+        bar.refresh()
+        logging.getLogger("pkgcat.ingest").warning("a warning during the bar")
+    # What the terminal shows of each line: the text after its last carriage return or erase.
+    shown = [re.split(r"\r|\x1b\[2K", line)[-1] for line in screen.getvalue().split("\n")]
+    lines = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", line) for line in shown]
+    warning = next(line for line in lines if "a warning during the bar" in line)
+    assert TEXT_LINE.fullmatch(warning), warning  # one whole line, not mixed into the bar's
