@@ -261,11 +261,15 @@ def _logging_left_as_found() -> Iterator[None]:
     """A command run in-process sets up the process's logging: undo it after each test."""
     loggers = [logging.getLogger(name) for name in ("", "pkgcat", ACCESS_LOGGER, "_granian")]
     saved = [(logger, logger.level, logger.handlers[:], logger.propagate) for logger in loggers]
+    switches = ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")
+    recorded = {name: getattr(logging, name) for name in switches}
     yield
     for logger, level, handlers, propagate in saved:
         logger.setLevel(level)
         logger.handlers[:] = handlers
         logger.propagate = propagate
+    for name, value in recorded.items():
+        setattr(logging, name, value)
 
 
 @pytest.fixture
