@@ -7,6 +7,7 @@ import json
 import re
 import socket
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,20 @@ def test_a_debug_log_holds_request_ids_and_never_a_key(
             ),
             "key as id": http.get("/healthz", headers={"X-Request-Id": key}),
         }
+
+        # Requests served side by side (they wait together for one commit of their counts)
+        # each keep their own id.
+        def concurrent(n: int) -> int:
+            with httpx.Client(base_url=served.base) as own:
+                answer = own.get(
+                    DETAILS,
+                    params={**free, "secret_key": key},
+                    headers={"X-Request-Id": f"side-by-side-{n}"},
+                )
+                return answer.status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert set(pool.map(concurrent, range(16))) == {200}
     output = log_file.read_text()
 
     assert key[12:-1] not in output  # the key, and the almost-key, past the display prefix
@@ -186,6 +201,10 @@ def test_a_debug_log_holds_request_ids_and_never_a_key(
         records = text_records(output)
     lines = access_lines(records)
     assert set(ids.values()) <= lines.keys()  # one access line per request, under its id
+    side_by_side = [
+        r["request_id"] for r in records if r.get("request_id", "").startswith("side-by-side")
+    ]
+    assert sorted(side_by_side) == sorted(f"side-by-side-{n}" for n in range(16))
     assert f"application={application_id}" in lines[ids["query"]]["message"]
     assert f"application={application_id}" in lines[ids["bearer"]]["message"]
     assert "application=-" in lines[ids["bad key"]]["message"]
