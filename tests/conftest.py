@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from pkgcat.app import create_app
 from pkgcat.cli import app as cli
 from pkgcat.config import Settings
 from pkgcat.http.openapi import openapi_document
+from pkgcat.logs import ACCESS_LOGGER
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import upgrade
@@ -252,6 +254,22 @@ def _clean_environment(
         if name.startswith("PKGCAT_") and not name.startswith("PKGCAT_TEST_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_as_found() -> Iterator[None]:
+    """A command run in-process sets up the process's logging: undo it after each test."""
+    loggers = [logging.getLogger(name) for name in ("", "pkgcat", ACCESS_LOGGER, "_granian")]
+    saved = [(logger, logger.level, logger.handlers[:], logger.propagate) for logger in loggers]
+    switches = ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")
+    recorded = {name: getattr(logging, name) for name in switches}
+    yield
+    for logger, level, handlers, propagate in saved:
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        logger.propagate = propagate
+    for name, value in recorded.items():
+        setattr(logging, name, value)
 
 
 @pytest.fixture

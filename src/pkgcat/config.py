@@ -69,7 +69,14 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535, description="Port `pkgcat serve` listens on.")
     workers: int = Field(default=1, ge=1, le=64, description="Worker processes of `pkgcat serve`.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
-        default="info", description="Server log level."
+        default="info", description="Level of pkgcat's and granian's log lines."
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines as text for people (`text`) or one JSON object per line (`json`).",
+    )
+    access_log: bool = Field(
+        default=True, description="Whether the server logs one access line per request."
     )
     metrics: bool = Field(
         default=False,

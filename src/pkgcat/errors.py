@@ -62,12 +62,14 @@ class PermissionDenied(ApiError):
 class RateLimited(ApiError):
     code, status, when = 13, 429, "rate limit exceeded (the request was not counted)"
 
-    def __init__(self, decision: RateDecision) -> None:
+    def __init__(self, decision: RateDecision, application_id: int | None = None) -> None:
         super().__init__(
             f"rate limit exceeded: {decision.limit} requests per window; "
             f"retry in {decision.reset_after} s"
         )
         self.decision = decision
+        self.application_id = application_id
+        """Whose limit is spent, for the access line."""
 
 
 class InternalError(ApiError):

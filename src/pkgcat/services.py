@@ -100,7 +100,7 @@ class CatalogueService:
             # Nothing is committed to learn a change from: a key revoked meanwhile is 401, not 429.
             if await self._catalogue.latest_generation() != caller.generation:
                 await self._key(caller.key.key_hash)
-            raise RateLimited(decision)
+            raise RateLimited(decision, caller.application.id)
         counted = await self._counter.record(
             caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
         )

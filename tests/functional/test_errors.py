@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from sqlalchemy import update
@@ -105,6 +106,59 @@ def test_request_ids_are_unique(api: Api) -> None:
 @pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/healthz", "/nothing", "/1.0/x"])
 def test_every_response_carries_a_request_id(api: Api, path: str) -> None:
     assert api.http.get(path).headers["x-request-id"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/1.0/package/details.json?package=com.alpha.paid",
+        "/1.0/package/details.json?package=com.alpha.nothing",
+        "/1.0/application/usage.json?days=0",
+        "/1.0/nothing",
+        "/2.0/application/usage.json",
+        "/nothing",
+        "/healthz",
+        "/openapi.json",
+    ],
+)
+def test_a_well_formed_request_id_is_returned_as_given(api: Api, path: str) -> None:
+    given = "req_7F3a-19.2:b=+/x"
+    response = api.http.get(
+        path, params={"secret_key": api.keys["alpha-a"]}, headers={"X-Request-Id": given}
+    )
+    assert response.headers["x-request-id"] == given
+
+
+@pytest.mark.parametrize(
+    "given", ["", "x" * 129, "two words", "-leading-dash", "a;b", "<script>", "café".encode()]
+)
+def test_a_malformed_request_id_is_replaced(api: Api, given: str | bytes) -> None:
+    response = api.http.get(
+        USAGE, params={"secret_key": api.keys["alpha-a"]}, headers={"X-Request-Id": given}
+    )
+    assert response.status_code == 200
+    assert re.fullmatch(r"[0-9a-f]{8}-\d+", response.headers["x-request-id"])
+
+
+def test_a_key_sent_as_the_request_id_is_not_echoed(api: Api) -> None:
+    key = api.keys["alpha-a"]
+    response = api.http.get(USAGE, params={"secret_key": key}, headers={"X-Request-Id": key})
+    assert key not in response.headers["x-request-id"]
+
+
+def test_an_internal_error_names_the_request_id_the_client_gave(
+    admin: CatalogueAdmin, api: Api
+) -> None:
+    with admin.engine.begin() as db:
+        db.execute(update(schema.packages).where(schema.packages.c.id == 1).values(screenshots="{"))
+    response = api.http.get(
+        "/1.0/package/details.json",
+        params={"secret_key": api.keys["alpha-a"], "package": "com.alpha.paid"},
+        headers={"X-Request-Id": "client-42"},
+    )
+    assert response.status_code == 500
+    assert response.headers["x-request-id"] == "client-42"
+    assert response.json()["response"] == "internal error; request id client-42"
 
 
 def test_405_outside_the_api_names_the_allowed_methods(api: Api) -> None:

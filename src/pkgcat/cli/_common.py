@@ -16,6 +16,7 @@ from rich.markup import escape
 from pkgcat.cli._failures import database_failure, first_line, shown_url
 from pkgcat.cli._tables import Column, print_rows
 from pkgcat.config import Settings
+from pkgcat.logs import configure_logging
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
 from pkgcat.storage.engine import backend_name
 from pkgcat.storage.migrate import current_revision, upgrade
@@ -37,13 +38,15 @@ def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment, with command-line overrides that were given."""
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**given)
+        settings = Settings(**given)
     except ValidationError as error:
         problems = "; ".join(
             f"PKGCAT_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
             for e in error.errors()
         )
         fail(problems, 2)
+    configure_logging(settings)
+    return settings
 
 
 def _sqlite_file(database_url: str) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import shutil
 import socket
@@ -22,10 +23,12 @@ from pkgcat.cli._common import fail, load_settings, migrated, stderr
 from pkgcat.cli._failures import shown_url
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
+from pkgcat.logs import logging_config
 from pkgcat.workers import die_with_parent, obey_stop_signals_in_forks
 
 MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 """Where prometheus_client's multiprocess mode keeps the workers' values (its own variable)."""
+log = logging.getLogger("pkgcat.cli")
 
 
 def serve(
@@ -73,8 +76,8 @@ def _serve(settings: Settings) -> None:
         fail(str(error), 2)
     migrated(settings)
     if settings.workers > 1 and settings.shared_limit_url is None:
-        stderr.print(
-            "warning: with several workers and no PKGCAT_REDIS_URL, each worker keeps its own "
+        log.warning(
+            "with several workers and no PKGCAT_REDIS_URL, each worker keeps its own "
             "rate-limit counts; set PKGCAT_REDIS_URL=redis://HOST:PORT/DB to share one limit"
         )
     # Workers build their app from the environment: hand them the effective settings.
@@ -101,17 +104,36 @@ def _serve(settings: Settings) -> None:
         # again within about 5 s of being replaced, granian treats it as a crash loop and
         # stops the server (exit code 1).
         respawn_failed_workers=True,
-        log_access=False,  # an access line would hold the query, and the query can hold the key
+        # The app writes its own access line (pkgcat.access): granian's would hold the query,
+        # and the query can hold the key.
+        log_access=False,
         log_level=LogLevels(settings.log_level),
+        log_dictconfig=logging_config(settings),  # applied in the server and in each worker
     ).serve()
 
 
 def _print_banner(settings: Settings) -> None:
-    """What is being served, from where, and where to look: on stderr, once, before serving."""
+    """What is being served, from where, and where to look: on stderr, once, before serving.
+
+    With ``PKGCAT_LOG_FORMAT=json``, one log record, so that every line is JSON.
+    """
     base = f"http://{settings.host}:{settings.port}"
     workers = f"{settings.workers} worker{'s' if settings.workers > 1 else ''}"
     shared = settings.shared_limit_url
     limiter = shown_url(shared) if shared else "in this process"
+    if settings.log_format == "json":
+        log.info(
+            "pkgcat %s: serving the Package Catalogue API at %s/1.0/ (database %s, %s, "
+            "shape %s, rate limit %s, limiter %s)",
+            __version__,
+            base,
+            shown_url(settings.database_url),
+            workers,
+            settings.shape,
+            settings.rate_limit,
+            limiter,
+        )
+        return
     lines = [
         f"pkgcat {__version__}: serving the Package Catalogue API",
         f"  database  {shown_url(settings.database_url)}",

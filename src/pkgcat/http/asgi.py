@@ -13,7 +13,8 @@ import itertools
 import logging
 import re
 import secrets
-import time
+from logging import INFO
+from time import perf_counter
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
@@ -33,16 +34,23 @@ from pkgcat.errors import (
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
 from pkgcat.http.routes import RESPONSE_CACHE_SIZE, ROUTES, VERSION, Handler, Query, ResponseCache
+from pkgcat.keys import KEY_PREFIX
+from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID
 from pkgcat.services import CatalogueService
 
 if TYPE_CHECKING:
     from pkgcat.metrics import Metrics
 
 log = logging.getLogger("pkgcat.http")
+access = logging.getLogger(ACCESS_LOGGER)
 
 _API_PREFIX = f"/{VERSION}/"
 _LOOKS_LIKE_VERSION = re.compile(r"/v?\d+(\.\d+)*(/|$)")
 _JSON = (b"content-type", b"application/json")
+_GIVEN_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.:=+/-]{0,127}")
+"""An incoming ``X-Request-Id`` that is kept: at most 128 characters, none that needs escaping."""
+_KEY = KEY_PREFIX.encode()
+"""...and that does not hold a secret key (a client that sends one there by mistake)."""
 
 
 _NEEDS_DECODING = re.compile(rb"[%+\x80-\xff]")
@@ -67,13 +75,6 @@ def parse_query(raw: bytes) -> tuple[Query, set[str]]:
     return query, repeated
 
 
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value)
-    return None
-
-
 def _rate_headers(decision: RateDecision) -> Headers:
     return [
         (b"ratelimit-limit", str(decision.limit).encode()),
@@ -82,11 +83,12 @@ def _rate_headers(decision: RateDecision) -> Headers:
     ]
 
 
-def _with_request_id(send: Send, request_id: str) -> Send:
-    """``send``, adding the request id to the response's headers."""
+def _with_request_id(send: Send, request_id: str, status: list[int]) -> Send:
+    """``send``, adding the request id to the response's headers; the status goes in ``status``."""
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
+            status.append(message["status"])
             message = {
                 **message,
                 "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())],
@@ -94,6 +96,36 @@ def _with_request_id(send: Send, request_id: str) -> Send:
         await send(message)
 
     return sending
+
+
+def _access_line(
+    scope: Scope,
+    handler: Handler | None,
+    status: int,
+    code: int | None,
+    application: int | None,
+    started: float,
+) -> None:
+    """The request's access line: never its query (which can hold the key) nor its headers."""
+    operation = None if handler is None else handler.__name__
+    duration = round((perf_counter() - started) * 1000, 3)
+    access.info(
+        "%s %s %s status=%d code=%s duration_ms=%.3f application=%s",
+        scope["method"],
+        scope["path"],
+        operation or "-",
+        status,
+        "-" if code is None else code,
+        duration,
+        "-" if application is None else application,
+        extra={
+            "operation": operation,
+            "status": status,
+            "code": code,
+            "duration_ms": duration,
+            "application_id": application,
+        },
+    )
 
 
 class ApiApp:
@@ -116,33 +148,60 @@ class ApiApp:
         if scope["type"] != "http":
             await self.site(scope, receive, send)
             return
+        # One pass over the headers for the two this app reads.
+        authorization = given_id = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                if authorization is None:
+                    authorization = bytes(value)
+            elif name == b"x-request-id":
+                given_id = value
+        request_id = (
+            given_id.decode("ascii")
+            if given_id is not None and _GIVEN_ID.fullmatch(given_id) and _KEY not in given_id
+            else f"{self._prefix}-{next(self._ids)}"
+        )
+        REQUEST_ID.set(request_id)  # each request runs in a context of its own
+        logged = access.isEnabledFor(INFO)
+        started = perf_counter() if logged or self._metrics is not None else 0.0
         path: str = scope["path"]
         handler = ROUTES.get(path)
-        request_id = f"{self._prefix}-{next(self._ids)}"
         if (
             handler is None
             and not path.startswith(_API_PREFIX)
             and path != _API_PREFIX[:-1]
             and not _LOOKS_LIKE_VERSION.match(path)
         ):
-            await self.site(scope, receive, _with_request_id(send, request_id))
+            status: list[int] = []
+            try:
+                await self.site(scope, receive, _with_request_id(send, request_id, status))
+            finally:
+                if logged:
+                    _access_line(scope, None, status[0] if status else 500, None, None, started)
             return
-        if self._metrics is None:
-            status, code, body, headers = await self._answer(scope, path, handler, request_id)
-        else:
-            started = time.perf_counter()
-            status, code, body, headers = await self._answer(scope, path, handler, request_id)
-            self._metrics.request(handler, status, code, time.perf_counter() - started)
+        status_code, body, headers, code, application = await self._answer(
+            scope, path, handler, request_id, authorization
+        )
+        if self._metrics is not None:
+            self._metrics.request(handler, status_code, code, perf_counter() - started)
         headers.append(_JSON)
         headers.append((b"x-request-id", request_id.encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.start", "status": status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+        if logged:
+            _access_line(scope, handler, status_code, code, application, started)
 
     async def _answer(
-        self, scope: Scope, path: str, handler: Handler | None, request_id: str
-    ) -> tuple[int, int, bytes, Headers]:
-        """Status, API code, body and headers of the answer."""
+        self,
+        scope: Scope,
+        path: str,
+        handler: Handler | None,
+        request_id: str,
+        authorization: bytes | None,
+    ) -> tuple[int, bytes, Headers, int, int | None]:
+        """Status, body, headers, API code, and the caller's application id once known."""
         rate: Headers = []
+        application: int | None = None
         try:
             if handler is None:
                 if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
@@ -155,23 +214,26 @@ class ApiApp:
             query, repeated = parse_query(scope["query_string"])
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
-            key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
+            key = presented_key(query.get("secret_key"), authorization)
             caller, decision = await self.service.admit(key)
+            application = caller.application.id
             rate = _rate_headers(decision)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
-            return 200, 0, await handler(self.service, caller, query, self.responses), rate
+            body = await handler(self.service, caller, query, self.responses)
+            return 200, body, rate, 0, application
         except RateLimited as error:
             status, body, headers = error_response(error)
-            return status, error.code, body, _rate_headers(error.decision) + headers
+            headers = _rate_headers(error.decision) + headers
+            return status, body, headers, error.code, error.application_id
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):
                 headers.append((b"allow", b"GET"))
-            return status, error.code, body, rate + headers
+            return status, body, rate + headers, error.code, application
         except Exception:
             # The body says only that it failed; the log has the trace, under the same id.
             log.exception("request %s to %s failed", request_id, path)
             internal = InternalError(f"internal error; request id {request_id}")
             status, body, headers = error_response(internal)
-            return status, internal.code, body, rate + headers
+            return status, body, rate + headers, internal.code, application

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from typing import Any
 
@@ -51,7 +52,11 @@ class PostgresChanges:
 
     def current(self) -> int:
         if self._task is None and not self._closed:
-            self._task = asyncio.get_running_loop().create_task(self._listen())
+            # In a context of its own: the worker's listener is no request's, and its lines
+            # must not carry the id of the request that happened to start it.
+            self._task = asyncio.get_running_loop().create_task(
+                self._listen(), context=contextvars.Context()
+            )
         return self._value
 
     async def latest(self) -> int:
