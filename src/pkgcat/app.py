@@ -12,7 +12,7 @@ from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.site import create_site
 from pkgcat.services import CatalogueService, Clock, utc_now
-from pkgcat.storage.backends import open_storage
+from pkgcat.storage.backends import database_unavailable, open_storage
 
 
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
@@ -26,7 +26,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         default_timezone=settings.timezone,
         clock=clock,
     )
-    return ApiApp(service, create_site(on_shutdown=storage.close, ready=storage.readiness))
+    site = create_site(on_shutdown=storage.close, ready=storage.readiness)
+    return ApiApp(service, site, unavailable=database_unavailable)
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

@@ -13,6 +13,7 @@ import itertools
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +26,7 @@ from pkgcat.errors import (
     MethodNotAllowed,
     RateLimited,
     Unauthenticated,
+    Unavailable,
     UnknownEndpoint,
     UnknownVersion,
 )
@@ -94,9 +96,16 @@ def _with_request_id(send: Send, request_id: str) -> Send:
 class ApiApp:
     """The whole server as one ASGI callable."""
 
-    def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
+    def __init__(
+        self,
+        service: CatalogueService,
+        site: ASGIApp,
+        unavailable: Callable[[Exception], bool] = lambda _error: False,
+    ) -> None:
         self.service = service
         self.site = site
+        # Whether a failure means the database is locked or unreachable (503), not a bug (500).
+        self._unavailable = unavailable
         self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
@@ -153,7 +162,19 @@ class ApiApp:
             if isinstance(error, MethodNotAllowed):
                 headers.append((b"allow", b"GET"))
             return status, body, rate + headers
-        except Exception:
+        except Exception as error:
+            if self._unavailable(error):
+                # Expected while it lasts, and no bug: one line, no trace.
+                log.warning(
+                    "request %s to %s: database unavailable (%s)",
+                    request_id,
+                    path,
+                    type(error).__name__,
+                )
+                status, body, headers = error_response(
+                    Unavailable(f"database unavailable; retry shortly; request id {request_id}")
+                )
+                return status, body, rate + headers
             # The body says only that it failed; the log has the trace, under the same id.
             log.exception("request %s to %s failed", request_id, path)
             status, body, headers = error_response(
