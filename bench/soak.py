@@ -50,6 +50,7 @@ USAGE = "/1.0/application/usage.json"
 UNKNOWN_KEY = "pkc_" + "0" * 40  # well formed, in no catalogue: code 5
 MALFORMED_KEY = "pkc_short"  # code 5 before any lookup
 MIB = 1024 * 1024
+PATHS = {"details": DETAILS, "buyers": BUYERS, "usage": USAGE}
 
 RSS_GROWTH_MIB = 16.0
 """Most the workers' memory may grow after the warm-up, with a bounded set of spellings."""
@@ -295,7 +296,7 @@ def load_wrk(
     total: int,
     clients: int,
     counter: Counter,
-    round_seconds: int = 5,
+    round_seconds: int = 2,
 ) -> None:
     """wrk rounds of ``round_seconds`` until ``total`` requests were sent (200 and other)."""
     while counter.sent < total:
@@ -383,6 +384,7 @@ def soak(
     import_stanzas: int = 0,
     settings: dict[str, str] | None = None,
     sample_every: float = 1.0,
+    only: str | None = None,
 ) -> Soak:
     """Serve the demo from ``directory`` and send it ``requests`` of the mix; the samples."""
     database = directory / "soak.db"
@@ -390,6 +392,8 @@ def soak(
     apps = seed(env)
     wal = Path(f"{database}-wal")
     plan = mix(apps, spellings)
+    if only is not None:  # that operation's requests of the mix
+        plan = [(key, path) for key, path in plan if path.startswith(f"{PATHS[only]}?")]
     rotation = write_mix(directory / "mix.txt", plan)
     wrk = shutil.which("wrk") if client in ("auto", "wrk") else None
     if client == "wrk" and wrk is None:
@@ -436,7 +440,7 @@ def plot(path: Path, samples: Sequence[Sample], title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x = [s.requests / 1000 for s in samples]
+    x = [s.seconds for s in samples]
     figure, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
     for axis, values, label in (
         (axes[0], [s.rss_mib for s in samples], "workers' RSS (MiB)"),
@@ -447,7 +451,7 @@ def plot(path: Path, samples: Sequence[Sample], title: str) -> None:
         axis.set_ylabel(label)
         axis.set_ylim(bottom=0)
         axis.grid(True, alpha=0.3)
-    axes[2].set_xlabel("requests sent (thousands)")
+    axes[2].set_xlabel("seconds since the load started")
     axes[0].set_title(title)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -462,6 +466,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--client", choices=["auto", "wrk", "httpx"], default="auto")
     parser.add_argument("--import-stanzas", type=int, default=0, help="import during load")
+    parser.add_argument("--only", choices=["details", "buyers", "usage"], help="one operation")
     parser.add_argument("--out", type=Path, help="CSV and PNG as OUT.csv and OUT.png")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pkgcat-soak-") as tmp:
@@ -473,6 +478,7 @@ def main() -> None:
             clients=args.clients,
             client=args.client,
             import_stanzas=args.import_stanzas,
+            only=args.only,
         )
     found = verdict(run.samples)
     sent = run.samples[-1].requests
@@ -489,7 +495,10 @@ def main() -> None:
     )
     if args.out is not None:
         write_csv(args.out.with_suffix(".csv"), run.samples)
-        plot(args.out.with_suffix(".png"), run.samples, f"Soak: {sent:,} mixed requests")
+        title = (
+            f"Soak: {sent:,} mixed requests, {args.workers} worker(s), {sent / run.seconds:,.0f}/s"
+        )
+        plot(args.out.with_suffix(".png"), run.samples, title)
         print(f"wrote {args.out.with_suffix('.csv')} and {args.out.with_suffix('.png')}")
     for problem in found.problems:
         print(f"FAIL: {problem}")
