@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -399,30 +399,23 @@ def soak(
     if client == "wrk" and wrk is None:
         raise SystemExit("wrk is not installed (Debian: apt-get install wrk)")
     counter = Counter()
-    imports = 0
     started = time.monotonic()
-    with serving(env, directory / "server.log", workers=workers) as served:
+    with ExitStack() as stack:
+        served = stack.enter_context(serving(env, directory / "server.log", workers=workers))
         base, pid = served.base, served.process.pid
         poll(lambda: len(children(pid)) == workers or None, "every worker started")
-        importer = (
-            Importer(env, large_repo(directory / "repo", import_stanzas))
-            if import_stanzas
-            else None
-        )
-        with Sampler(pid, wal, lambda: counter.sent, sample_every) as sampler:
-            if importer is not None:
-                importer.__enter__()
-            try:
-                if wrk is not None:
-                    load_wrk(wrk, base, rotation, requests, clients, counter)
-                else:
-                    load_httpx(base, plan, requests, clients, counter)
-            finally:
-                if importer is not None:
-                    importer.__exit__()
-                    imports = importer.imports
-                    if importer.failures:
-                        raise RuntimeError(f"an import failed: {importer.failures[0]}")
+        sampler = stack.enter_context(Sampler(pid, wal, lambda: counter.sent, sample_every))
+        importer = None
+        if import_stanzas:
+            repo = large_repo(directory / "repo", import_stanzas)
+            importer = stack.enter_context(Importer(env, repo))
+        if wrk is not None:
+            load_wrk(wrk, base, rotation, requests, clients, counter)
+        else:
+            load_httpx(base, plan, requests, clients, counter)
+    if importer is not None and importer.failures:
+        raise RuntimeError(f"an import failed: {importer.failures[0]}")
+    imports = importer.imports if importer is not None else 0
     return Soak(sampler.samples, counter.statuses, imports, time.monotonic() - started)
 
 
