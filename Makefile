@@ -9,7 +9,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck bench bench-smoke bench-profile wrk clean
+.PHONY: help setup lock run test lint format typecheck bench bench-smoke bench-profile soak wrk clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue,
 
 bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
 	$(BIN)/python bench/flame.py
+
+soak: $(BENCH_STAMP) wrk ## 300,000 mixed requests on one worker; memory, open files and WAL into docs/soak.* (~2 minutes)
+	$(BIN)/python bench/soak.py --out docs/soak
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

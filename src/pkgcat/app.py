@@ -13,7 +13,7 @@ from pkgcat.http.asgi import ApiApp
 from pkgcat.http.routes import ROUTES
 from pkgcat.http.site import create_site
 from pkgcat.services import CatalogueService, Clock, utc_now
-from pkgcat.storage.backends import open_storage
+from pkgcat.storage.backends import database_unavailable, open_storage
 
 
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
@@ -36,7 +36,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         clock=clock,
     )
     site = create_site(on_shutdown=storage.close, ready=storage.readiness, metrics=metrics)
-    return ApiApp(service, site, metrics=metrics)
+    return ApiApp(service, site, unavailable=database_unavailable, metrics=metrics)
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

@@ -76,6 +76,29 @@ class InternalError(ApiError):
     code, status, when = 15, 500, "internal error; the body carries a request id"
 
 
+class Unavailable(InternalError):
+    """Code 15 as HTTP 503: the database is locked or cannot be reached, for now.
+
+    Not a code of its own (the table lists each code once): a client that knows
+    code 15 knows this one, and ``Retry-After`` says when to try again.
+    """
+
+    status, when = 503, "the database is locked or unreachable; retry after Retry-After seconds"
+    retry_after = 1
+
+
+class NotReady(Exception):
+    """A backend the server needs cannot be used; the message is ``/readyz``'s reason.
+
+    ``found`` is what could be read all the same (the catalogue generations when
+    only Redis failed), reported beside the reason.
+    """
+
+    def __init__(self, reason: str, found: dict[str, object] | None = None) -> None:
+        super().__init__(reason)
+        self.found = found or {}
+
+
 ERROR_TABLE: tuple[type[ApiError], ...] = (
     UnknownEndpoint,
     InvalidArgument,

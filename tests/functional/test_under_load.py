@@ -80,6 +80,38 @@ def test_every_answer_of_a_worker_killed_mid_load_is_counted(
     assert answered <= counted(served_url) - before <= total
 
 
+def test_sigterm_under_load_answers_what_it_took_and_counts_every_answer(
+    served_url: str, tmp_path: Path
+) -> None:
+    """A graceful stop: requests under way are answered, then the server exits cleanly.
+
+    Every 200 was counted, and every count was answered: a request the workers had
+    taken was not cut off by the stop. Requests sent after it find no server (None).
+    """
+    env = environment(served_url, rate_limit=UNLIMITED)
+    app = seed(env)[0]
+    before = counted(served_url)
+    total, stop_after = 3000, 300
+    with serving(env, tmp_path / "serve.log", workers=2) as served:
+        poll(
+            lambda: True if len(children(served.process.pid)) == 2 else None,
+            "the server's two workers",
+        )
+
+        def stop_once(finished: int) -> None:
+            if finished == stop_after:
+                served.process.send_signal(signal.SIGTERM)
+
+        plan = [(served.base, app["secret_key"], app["paid_package"])] * total
+        statuses = send_all(plan, clients=16, after_each=stop_once)
+        code = served.process.wait(timeout=30)
+    assert code == 0, "the server did not stop cleanly on SIGTERM"
+    answered = statuses.count(200)
+    assert set(statuses) <= {200, None}
+    assert stop_after <= answered < total
+    assert counted(served_url) - before == answered
+
+
 def _ask_until(
     base: str, app: dict[str, Any], importing: subprocess.Popen[str]
 ) -> list[tuple[int, float]]:

@@ -13,6 +13,7 @@ import itertools
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from logging import INFO
 from time import perf_counter
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from pkgcat.errors import (
     MethodNotAllowed,
     RateLimited,
     Unauthenticated,
+    Unavailable,
     UnknownEndpoint,
     UnknownVersion,
 )
@@ -132,10 +134,17 @@ class ApiApp:
     """The whole server as one ASGI callable."""
 
     def __init__(
-        self, service: CatalogueService, site: ASGIApp, *, metrics: Metrics | None = None
+        self,
+        service: CatalogueService,
+        site: ASGIApp,
+        unavailable: Callable[[Exception], bool] = lambda _error: False,
+        *,
+        metrics: Metrics | None = None,
     ) -> None:
         self.service = service
         self.site = site
+        # Whether a failure means the database is locked or unreachable (503), not a bug (500).
+        self._unavailable = unavailable
         self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
         self._metrics = metrics
         if metrics is not None:
@@ -231,7 +240,20 @@ class ApiApp:
             if isinstance(error, MethodNotAllowed):
                 headers.append((b"allow", b"GET"))
             return status, body, rate + headers, error.code, application
-        except Exception:
+        except Exception as error:
+            if self._unavailable(error):
+                # Expected while it lasts, and no bug: one line, no trace.
+                log.warning(
+                    "request %s to %s: database unavailable (%s)",
+                    request_id,
+                    path,
+                    type(error).__name__,
+                )
+                unavailable = Unavailable(
+                    f"database unavailable; retry shortly; request id {request_id}"
+                )
+                status, body, headers = error_response(unavailable)
+                return status, body, rate + headers, unavailable.code, application
             # The body says only that it failed; the log has the trace, under the same id.
             log.exception("request %s to %s failed", request_id, path)
             internal = InternalError(f"internal error; request id {request_id}")

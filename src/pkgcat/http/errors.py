@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from pkgcat.errors import ApiError, RateLimited
+from pkgcat.errors import ApiError, RateLimited, Unavailable
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -26,4 +26,6 @@ def error_response(error: ApiError) -> tuple[int, bytes, Headers]:
     headers: Headers = []
     if isinstance(error, RateLimited):
         headers.append((b"retry-after", str(error.decision.reset_after).encode()))
+    elif isinstance(error, Unavailable):
+        headers.append((b"retry-after", str(error.retry_after).encode()))
     return error.status, body, headers

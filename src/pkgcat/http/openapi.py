@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pkgcat import __version__
-from pkgcat.errors import ERROR_TABLE, ApiError
+from pkgcat.errors import ERROR_TABLE, ApiError, InternalError, Unavailable
 from pkgcat.services import DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
 
 Schema = dict[str, Any]
@@ -224,7 +224,7 @@ _AUTHENTICATED_ERRORS = {2, 8, 12, 13}
 
 def _error(error: type[ApiError], description: str) -> Schema:
     headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
-    if error.code == 13:
+    if error.code == 13 or error is Unavailable:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     if error.code == 7:
         headers["Allow"] = {
@@ -251,12 +251,15 @@ def _error(error: type[ApiError], description: str) -> Schema:
 def _errors(*codes: int, arguments: str) -> dict[str, Schema]:
     """The error responses of an operation, described by the error table itself."""
     by_code = {e.code: e for e in ERROR_TABLE}
-    return {
+    errors = {
         str(by_code[c].status): _error(
             by_code[c], f"invalid {arguments}" if c == 2 else by_code[c].when
         )
         for c in codes
     }
+    if InternalError.code in codes:  # code 15 is 503 when the database is locked or unreachable
+        errors[str(Unavailable.status)] = _error(Unavailable, Unavailable.when)
+    return errors
 
 
 def _int_param(

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from pkgcat.errors import MethodNotAllowed, Unauthenticated, UnknownEndpoint
+from pkgcat.errors import MethodNotAllowed, NotReady, Unauthenticated, UnknownEndpoint
 from pkgcat.http.errors import error_response
 from pkgcat.http.openapi import openapi_document
 
@@ -71,12 +71,15 @@ def create_site(
 
     async def readiness(_request: Request) -> Response:
         # Liveness (/healthz) says the process answers; readiness says it can serve:
-        # the database answers, and how far this worker's caches have caught up.
+        # the database answers (and Redis, when the limit is shared), and how far
+        # this worker's caches have caught up.
         try:
             found = await ready()
         except Exception as error:
-            log.warning("not ready: %s", type(error).__name__)
-            body = {"status": "unavailable", "reason": f"database: {type(error).__name__}"}
+            found = error.found if isinstance(error, NotReady) else {}
+            reason = str(error) if isinstance(error, NotReady) else type(error).__name__
+            log.warning("not ready: %s", reason)
+            body = {"status": "unavailable", "reason": reason, **found}
             return Response(orjson.dumps(body), status_code=503, media_type="application/json")
         return Response(orjson.dumps({"status": "ready", **found}), media_type="application/json")
 

@@ -9,11 +9,14 @@ connect on first use, after the server has forked.
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from pkgcat.config import Settings
+from pkgcat.errors import NotReady
 from pkgcat.storage.cache import CachedCatalogue, CachedUsage
 from pkgcat.storage.engine import backend_name
 from pkgcat.storage.interfaces import (
@@ -54,14 +57,47 @@ class Storage:
     """The worker's pool of database connections now, where there is one (``/metrics``)."""
 
     async def readiness(self) -> dict[str, object]:
-        """What ``/readyz`` reports; raises when the database cannot be read."""
-        database, seen = await self.catalogue.freshness()
-        return {"catalogue_generation": database, "seen_generation": seen}
+        """What ``/readyz`` reports; raises :class:`NotReady` when a backend cannot be used."""
+        try:
+            database, seen = await self.catalogue.freshness()
+        except Exception as error:
+            raise NotReady(f"database: {type(error).__name__}") from error
+        found: dict[str, object] = {"catalogue_generation": database, "seen_generation": seen}
+        try:
+            await self.limiter.ready()
+        except Exception as error:
+            raise NotReady(f"redis: {type(error).__name__}", found) from error
+        return found
 
     async def close(self) -> None:
         await self.limiter.close()
         await self.usage.close()
         await self.catalogue.close()
+
+
+def database_unavailable(error: Exception) -> bool:
+    """Whether a request failed because the database is locked or unreachable, for now.
+
+    Such a request is answered 503 (code 15, ``Retry-After``), without a trace in
+    the log: SQLite's write lock held past the counter's budget, a file it cannot
+    open or read; a PostgreSQL server refusing, dropping or not answering the
+    connection, or shutting down. Anything else is a bug, answered 500.
+    """
+    if isinstance(error, sqlite3.OperationalError):
+        text = str(error)
+        return any(sign in text for sign in ("locked", "busy", "unable to open", "disk I/O"))
+    if isinstance(error, OSError):  # refused, reset, timed out (TimeoutError is one)
+        return True
+    asyncpg = sys.modules.get("asyncpg")  # imported by the PostgreSQL backend, if in use
+    return asyncpg is not None and isinstance(
+        error,
+        (
+            asyncpg.PostgresConnectionError,  # class 08
+            asyncpg.InterfaceError,  # the connection is closed, or went away mid-query
+            asyncpg.exceptions.OperatorInterventionError,  # shutting down, cannot connect now
+            asyncpg.TooManyConnectionsError,
+        ),
+    )
 
 
 def _database(

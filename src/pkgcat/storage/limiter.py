@@ -70,5 +70,8 @@ class WindowLimiter:
     def _prune(self, now: float) -> None:
         self._windows = {app: w for app, w in self._windows.items() if now < w[0]}
 
+    async def ready(self) -> None:
+        """Always: the counts live in this process."""
+
     async def close(self) -> None:
         """Nothing to release: the counts live in this process."""

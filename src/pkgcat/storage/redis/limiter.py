@@ -257,6 +257,14 @@ class RedisLimiter:
         # Error texts should not carry the password, but a log line must never leak it.
         return text.replace(self._password, "***") if self._password else text
 
+    async def ready(self) -> None:
+        """One PING, within the limiter's short timeouts; raises when Redis does not answer.
+
+        Requests fail open meanwhile (the limit is not enforced), but a server
+        that cannot enforce its limit is not ready to take traffic.
+        """
+        await self._redis.ping()
+
     async def close(self) -> None:
         # Let the batch of this turn and those in flight finish: their callers are waiting.
         if self._batch:

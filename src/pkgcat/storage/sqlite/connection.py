@@ -28,6 +28,14 @@ asynchronously by the group commit, so other requests keep being served.
 OPERATOR_BUSY_TIMEOUT_MS = 5_000
 """Operator commands and imports wait longer: they block nobody but their own user."""
 
+JOURNAL_SIZE_LIMIT = 16 * 1024 * 1024
+"""Bytes the WAL file is cut back to each time it restarts from its beginning.
+
+Without it, the file keeps the largest size it ever reached while the server
+runs (SQLite reuses the file, it never shrinks it). Every connection sets it:
+the truncation is done by whichever connection writes first after a restart.
+"""
+
 
 def sqlite_path(database_url: str) -> str:
     """The file behind a ``sqlite:///PATH`` URL (an in-memory database cannot be shared)."""
@@ -45,6 +53,7 @@ def _pragmas(connection: Any, busy_timeout_ms: int) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
     cursor.close()
 
 

@@ -1,0 +1,139 @@
+"""Faults of the database and of Redis: what a client sees, what the log says, and the recovery.
+
+A locked database (SQLite's write lock, a PostgreSQL table lock) and an
+unreachable one (PostgreSQL behind a proxy the test cuts) are answered 503 with
+code 15 and ``Retry-After``, logged in one line without a trace, and not
+counted; once the fault ends, requests succeed again with no restart.
+``/readyz`` answers 503 while the database, or Redis when configured, cannot
+be used. Each fault lasts as long as the test holds it, and no longer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import psycopg
+import pytest
+from starlette.testclient import TestClient
+
+from pkgcat.app import create_app
+from pkgcat.config import Settings
+from pkgcat.storage.postgres.connection import asyncpg_dsn
+from pkgcat.storage.sqlite import sqlite_path
+from tests.conftest import Api, AppFactory, Clock, stored_count
+from tests.proxy import proxied
+
+DETAILS = "/1.0/package/details.json"
+
+
+@contextmanager
+def counts_locked(database_url: str) -> Iterator[None]:
+    """Another session holding the lock every count needs, until the block ends."""
+    if database_url.startswith("sqlite"):
+        writer = sqlite3.connect(sqlite_path(database_url), isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # SQLite's one write lock
+        try:
+            yield
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        return
+    with psycopg.connect(asyncpg_dsn(database_url)) as session:
+        session.execute("LOCK TABLE usage_days IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            session.rollback()
+
+
+def details(api: Api, key: str = "alpha-a") -> httpx.Response:
+    # Starlette types its client against httpx2; the one installed answers httpx's Response.
+    response: httpx.Response = api.http.get(
+        DETAILS, params={"secret_key": api.keys[key], "package": "com.alpha.paid"}
+    )
+    return response
+
+
+def assert_unavailable(response: httpx.Response, caplog: pytest.LogCaptureFixture) -> None:
+    """503, code 15, Retry-After; the request id in one log line, and no trace of ours."""
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    request_id = response.headers["x-request-id"]
+    assert response.json() == {
+        "code": 15,
+        "response": f"database unavailable; retry shortly; request id {request_id}",
+    }
+    ours = [r for r in caplog.records if r.name.startswith("pkgcat")]
+    lines = [r for r in ours if request_id in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.WARNING
+    # No trace from pkgcat (asyncpg's pool logs its own reconnection attempts).
+    assert all(r.exc_info is None and "Traceback" not in r.getMessage() for r in ours)
+
+
+def test_a_locked_database_is_503_code_15_with_retry_after_and_recovers(
+    api: Api, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert details(api).status_code == 200
+    before = stored_count(database_url, 1)
+    # The count waits for the lock: 10 s on either backend (the busy budget, the
+    # statement timeout), then the request gives up.
+    with counts_locked(database_url), caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+        response = details(api)
+    assert_unavailable(response, caplog)
+    assert stored_count(database_url, 1) == before  # refused, so not counted
+    # The lock is gone: the next request is served and counted, with no restart.
+    assert details(api).status_code == 200
+    assert stored_count(database_url, 1) == before + 1
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_an_unreachable_postgresql_is_503_code_15_and_not_ready_until_it_is_back(
+    database_url: str, clock: Clock, catalogue: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    with proxied(database_url) as (proxy, through):
+        app = create_app(Settings(database_url=through), clock=clock)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            api = Api(http=client, keys=catalogue, pushed=True)
+            assert details(api).status_code == 200
+            assert client.get("/readyz").status_code == 200
+            before = stored_count(database_url, 1)
+
+            proxy.cut()
+            with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+                response = details(api)
+            assert_unavailable(response, caplog)
+            ready = client.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["reason"].startswith("database: ")
+
+            proxy.restore()
+            # The pool opens new connections by itself: served, counted, and ready again.
+            assert details(api).status_code == 200
+            assert client.get("/readyz").status_code == 200
+    assert stored_count(database_url, 1) == before + 1
+
+
+def test_readiness_follows_redis_while_requests_fail_open(
+    make_api: AppFactory, redis_url: str
+) -> None:
+    with proxied(redis_url) as (proxy, through):
+        api = make_api(redis_url=through, rate_limit_namespace=f"faults-{uuid.uuid4().hex[:8]}")
+        assert api.http.get("/readyz").status_code == 200
+        assert details(api).status_code == 200
+
+        proxy.cut()
+        ready = api.http.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["status"] == "unavailable"
+        assert ready.json()["reason"] == "redis: ConnectionError"
+        # The limit is not enforced meanwhile (docs/operators.md): requests are still served.
+        assert details(api).status_code == 200
+
+        proxy.restore()
+        assert api.http.get("/readyz").status_code == 200

@@ -1,0 +1,99 @@
+"""A TCP proxy on 127.0.0.1 that a test can cut and restore: a database or Redis gone, then back.
+
+The shared PostgreSQL and Redis are never stopped (other tests use them): a test
+points the server at this proxy instead, and cutting the proxy makes the service
+unreachable for that server alone. Cut, it closes every connection it carries
+and stops listening, so connects are refused; restored, it listens on the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy.engine import make_url
+
+WAIT = 10.0
+"""Seconds the proxy's own steps may take."""
+
+
+class Proxy:
+    """Forwards 127.0.0.1:``port`` to ``host``:``target_port``, on a thread of its own."""
+
+    def __init__(self, host: str, target_port: int) -> None:
+        self.port = 0
+        self._target = (host, target_port)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(WAIT)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._call(self._listen())
+
+    def cut(self) -> None:
+        """Refuse new connections and close the ones open (as a server gone away would)."""
+        self._call(self._cut())
+
+    def restore(self) -> None:
+        self._call(self._listen())
+
+    def stop(self) -> None:
+        self.cut()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(WAIT)
+        self._loop.close()
+
+    async def _listen(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _cut(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._writers |= {writer, upstream_writer}
+        await asyncio.gather(
+            self._pipe(reader, upstream_writer), self._pipe(upstream_reader, writer)
+        )
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        self._writers.discard(writer)
+        writer.transport.abort()
+
+
+@contextmanager
+def proxied(url: str) -> Iterator[tuple[Proxy, str]]:
+    """A proxy in front of the service at ``url``, and the same URL through the proxy."""
+    parsed = make_url(url)
+    default_port = 6379 if parsed.drivername.startswith("redis") else 5432
+    proxy = Proxy(parsed.host or "127.0.0.1", parsed.port or default_port)
+    proxy.start()
+    try:
+        through = parsed.set(host="127.0.0.1", port=proxy.port)
+        yield proxy, through.render_as_string(hide_password=False)
+    finally:
+        proxy.stop()
