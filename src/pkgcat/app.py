@@ -26,7 +26,11 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         default_timezone=settings.timezone,
         clock=clock,
     )
-    return ApiApp(service, create_site(on_shutdown=storage.close, ready=storage.readiness))
+    return ApiApp(
+        service,
+        create_site(on_shutdown=storage.close, ready=storage.readiness),
+        cache_bytes=settings.cache_max_bytes,
+    )
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

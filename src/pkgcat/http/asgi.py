@@ -30,7 +30,7 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
-from pkgcat.http.routes import RESPONSE_CACHE_SIZE, ROUTES, VERSION, Handler, Query, ResponseCache
+from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, response_cache
 from pkgcat.services import CatalogueService
 
 log = logging.getLogger("pkgcat.http")
@@ -94,10 +94,11 @@ def _with_request_id(send: Send, request_id: str) -> Send:
 class ApiApp:
     """The whole server as one ASGI callable."""
 
-    def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
+    def __init__(self, service: CatalogueService, site: ASGIApp, *, cache_bytes: int) -> None:
+        """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share."""
         self.service = service
         self.site = site
-        self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
+        self.responses = response_cache(cache_bytes)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)

@@ -71,7 +71,10 @@ def _limiter(settings: Settings) -> RateLimiter:
 def open_storage(settings: Settings) -> Storage:
     """The backends ``settings`` name, the catalogue and usage behind one cache layer."""
     reader, changes, counter = _database(settings)
-    catalogue = CachedCatalogue(reader, changes)
+    budget = settings.cache_max_bytes
+    catalogue = CachedCatalogue(reader, changes, max_bytes=budget)
     return Storage(
-        catalogue=catalogue, usage=CachedUsage(counter, catalogue), limiter=_limiter(settings)
+        catalogue=catalogue,
+        usage=CachedUsage(counter, catalogue, max_bytes=budget),
+        limiter=_limiter(settings),
     )
