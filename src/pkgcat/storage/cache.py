@@ -61,9 +61,10 @@ def cache_bytes(total: int, cache: str) -> int:
     return int(total * CACHE_SHARES[cache])
 
 
-_ENTRY = 100
-"""Bytes an entry costs beyond its key and value: its slot in the map, the
-ordering link and the allocator's rounding (a fair estimate for CPython)."""
+_ENTRY = 200
+"""Bytes an entry costs beyond its key and value: its slots in the maps, the
+ordering link, its recorded size and the allocator's rounding (a fair estimate
+for CPython)."""
 
 
 def footprint(value: object) -> int:
@@ -104,6 +105,7 @@ class GenerationCache(Generic[K, V]):
         self._generation = -1
         # Ordered by insertion, so that the oldest goes first; a lookup is a plain dict's.
         self._values: OrderedDict[K, V] = OrderedDict()
+        self._sizes: dict[K, int] = {}  # as estimated when stored
 
     @property
     def max_bytes(self) -> int:
@@ -124,6 +126,7 @@ class GenerationCache(Generic[K, V]):
             if generation > self._generation or generation < 0:
                 self._generation = generation
                 self._values.clear()
+                self._sizes.clear()
                 self._bytes = 0
             return None
         return self._values.get(key)
@@ -135,15 +138,15 @@ class GenerationCache(Generic[K, V]):
         size = self._sizeof(key, value)
         if size > self._max_bytes:
             return
-        values = self._values
-        old = values.pop(key, None)
-        if old is not None:
-            self._bytes -= self._sizeof(key, old)
+        values, sizes = self._values, self._sizes
+        if values.pop(key, None) is not None:  # put again: it moves to the newest end
+            self._bytes -= sizes.pop(key)
         self._bytes += size
         while self._bytes > self._max_bytes:
-            oldest, dropped = values.popitem(last=False)
-            self._bytes -= self._sizeof(oldest, dropped)
+            oldest, _ = values.popitem(last=False)
+            self._bytes -= sizes.pop(oldest)
         values[key] = value
+        sizes[key] = size
 
 
 class CachedCatalogue:
