@@ -9,7 +9,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck bench bench-smoke bench-profile soak wrk clean
+.PHONY: help setup lock run test lint format typecheck fuzz bench bench-smoke bench-profile soak wrk clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,10 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 
 typecheck: $(STAMP) ## mypy --strict on src/ and tests/
 	$(BIN)/mypy
+
+FUZZ_SECONDS ?= 600
+fuzz: $(STAMP) ## schemathesis against a served demo, FUZZ_SECONDS (600) a database, a fresh seed
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/pytest --no-cov -p no:cacheprovider -s tests/functional/test_fuzz.py
 
 $(BENCH_STAMP): $(STAMP)
 	$(UV_SYNC) --extra dev --extra bench

@@ -36,7 +36,13 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         clock=clock,
     )
     site = create_site(on_shutdown=storage.close, ready=storage.readiness, metrics=metrics)
-    return ApiApp(service, site, unavailable=database_unavailable, metrics=metrics)
+    return ApiApp(
+        service,
+        site,
+        unavailable=database_unavailable,
+        cache_bytes=settings.cache_max_bytes,
+        metrics=metrics,
+    )
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

@@ -23,6 +23,8 @@ _REDIS_SCHEMES = {"redis", "rediss", "unix"}
 _LIMIT_STORAGES = {"memory", *_REDIS_SCHEMES}
 _BACKEND_MODULES: dict[str, tuple[str, ...]] = {"sqlite": (), "postgresql": ("asyncpg", "psycopg")}
 """The backends pkgcat runs on, and the drivers each needs beyond the server's own."""
+DEFAULT_CACHE_MAX_BYTES = 128 * 1024 * 1024
+"""What one worker's caches may hold together, by default (docs/configuration.md)."""
 DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
 _ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
@@ -85,6 +87,11 @@ class Settings(BaseSettings):
     metrics_token: SecretStr | None = Field(
         default=None,
         description="When set, `/metrics` answers only a scrape that sends `Authorization: Bearer <token>`.",
+    )
+    cache_max_bytes: int = Field(
+        default=DEFAULT_CACHE_MAX_BYTES,
+        ge=1024 * 1024,
+        description="Bytes each server worker's caches may hold together (estimated): rendered answers, packages, keys and usage history.",
     )
     architectures: str = Field(
         default=DEFAULT_ARCHITECTURES,

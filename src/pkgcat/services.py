@@ -34,6 +34,10 @@ for the batch in flight and then its own (two statements of at most 10 s
 each, plus the pool); five minutes also leaves room for clocks of several
 hosts that differ by a minute or two."""
 LIMIT_DEFAULT, LIMIT_MAX = 25, 100
+BLANK = " \t\n\r\x0b\x0c"
+"""What is trimmed from both ends of a package identifier: ASCII white space, and nothing else.
+
+The OpenAPI document states the same set (a package must hold another character)."""
 _REVOKED = "secret_key: unknown or revoked secret key"
 
 
@@ -44,6 +48,23 @@ def utc_now() -> datetime:
 @lru_cache(maxsize=64)
 def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
+
+
+def package_identifier(raw: str) -> str:
+    """``raw`` without the white space around it; code 2 when nothing is left."""
+    package_id = raw.strip(BLANK)
+    if not package_id:
+        raise InvalidArgument("package", "missing; give a package identifier")
+    return package_id
+
+
+def buyers_window(limit: int, page: int) -> tuple[int, int]:
+    """A buyers page's size and number as applied: a size above the maximum is clamped."""
+    if limit < 1:
+        raise InvalidArgument("limit", f"must be at least 1, got {limit}")
+    if page < 1:
+        raise InvalidArgument("page", f"must be at least 1, got {page}")
+    return min(limit, LIMIT_MAX), page
 
 
 def _today(now: datetime, timezone: str) -> date:
@@ -57,9 +78,12 @@ def _midnight(day: date, timezone: str) -> float:
     return datetime.combine(day, time(), _zone(timezone)).timestamp()
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _days_until(last: date, days: int) -> tuple[date, ...]:
-    """``last`` and the ``days`` days before it, oldest first (the same few recur all day)."""
+    """``last`` and the ``days`` days before it, oldest first (the same few recur all day).
+
+    At most 1,024 calendars of at most 366 dates (about 40 bytes each): under
+    15 MB even if every one held a year (a day's 365 values of ``days`` fit)."""
     return tuple(last - timedelta(days=days - n) for n in range(days + 1))
 
 
@@ -189,9 +213,7 @@ class CatalogueService:
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""
-        package_id = package_id.strip()
-        if not package_id:
-            raise InvalidArgument("package", "missing; give a package identifier")
+        package_id = package_identifier(package_id)
         package = await self._catalogue.package(package_id)
         if package is None or (
             not package.online and package.source.id != caller.application.source_id
@@ -207,11 +229,7 @@ class CatalogueService:
         ``limit`` above the maximum is clamped (the page says what was applied);
         a page past the end is empty and still carries the true total.
         """
-        if limit < 1:
-            raise InvalidArgument("limit", f"must be at least 1, got {limit}")
-        if page < 1:
-            raise InvalidArgument("page", f"must be at least 1, got {page}")
-        limit = min(limit, LIMIT_MAX)
+        limit, page = buyers_window(limit, page)
         package = await self.package_details(caller, package_id)
         if package.source.id != caller.application.source_id:
             raise PermissionDenied(

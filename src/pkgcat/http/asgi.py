@@ -35,7 +35,7 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
-from pkgcat.http.routes import RESPONSE_CACHE_SIZE, ROUTES, VERSION, Handler, Query, ResponseCache
+from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, response_cache
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID
 from pkgcat.services import CatalogueService
@@ -139,13 +139,15 @@ class ApiApp:
         site: ASGIApp,
         unavailable: Callable[[Exception], bool] = lambda _error: False,
         *,
+        cache_bytes: int,
         metrics: Metrics | None = None,
     ) -> None:
+        """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share."""
         self.service = service
         self.site = site
         # Whether a failure means the database is locked or unreachable (503), not a bug (500).
         self._unavailable = unavailable
-        self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
+        self.responses = response_cache(cache_bytes)
         self._metrics = metrics
         if metrics is not None:
             metrics.watch_cache("responses", self.responses)

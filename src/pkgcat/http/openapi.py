@@ -12,7 +12,8 @@ from typing import Any
 
 from pkgcat import __version__
 from pkgcat.errors import ERROR_TABLE, ApiError, InternalError, Unavailable
-from pkgcat.services import DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
+from pkgcat.http.routes import INTEGER_MAX
+from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
 
 Schema = dict[str, Any]
 
@@ -262,12 +263,13 @@ def _errors(*codes: int, arguments: str) -> dict[str, Schema]:
     return errors
 
 
-def _int_param(
-    name: str, description: str, default: int, minimum: int, maximum: int | None
-) -> Schema:
-    schema: Schema = {"type": "integer", "default": default, "minimum": minimum}
-    if maximum is not None:
-        schema["maximum"] = maximum
+def _int_param(name: str, description: str, default: int, minimum: int, maximum: int) -> Schema:
+    schema: Schema = {
+        "type": "integer",
+        "default": default,
+        "minimum": minimum,
+        "maximum": maximum,
+    }
     return {
         "name": name,
         "in": "query",
@@ -277,12 +279,17 @@ def _int_param(
     }
 
 
+_BLANK_CLASS = "".join(f"\\x{ord(c):02x}" for c in BLANK)
 _PACKAGE_PARAM: Schema = {
     "name": "package",
     "in": "query",
     "required": True,
-    "description": "Identifier of the package.",
-    "schema": {"type": "string", "minLength": 1},
+    "description": (
+        "Identifier of the package. ASCII white space (space, tab, line feed, carriage "
+        "return, vertical tab, form feed) around it is ignored; it must hold another character."
+    ),
+    "schema": {"type": "string", "minLength": 1, "pattern": f"[^{_BLANK_CLASS}]"},
+    "example": "com.havoclabs.velvet",  # the demo's paid package (`pkgcat demo`)
 }
 
 
@@ -365,9 +372,9 @@ def openapi_document() -> dict[str, Any]:
                             f"Page size; values above {LIMIT_MAX} are clamped to {LIMIT_MAX}.",
                             LIMIT_DEFAULT,
                             1,
-                            None,
+                            INTEGER_MAX,
                         ),
-                        _int_param("page", "Page number, from 1.", 1, 1, None),
+                        _int_param("page", "Page number, from 1.", 1, 1, INTEGER_MAX),
                     ],
                     "responses": {
                         "200": _success("A page of buyers", _ref("BuyersPage")),

@@ -12,24 +12,38 @@ from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope, envelope_of_items
-from pkgcat.services import DAYS_DEFAULT, LIMIT_DEFAULT, CatalogueService
-from pkgcat.storage.cache import GenerationCache
+from pkgcat.services import (
+    BLANK,
+    DAYS_DEFAULT,
+    LIMIT_DEFAULT,
+    CatalogueService,
+    buyers_window,
+    package_identifier,
+)
+from pkgcat.storage.cache import GenerationCache, cache_bytes
 
 Query = dict[str, str]
 Handler = Callable[[CatalogueService, Caller, Query, "ResponseCache"], Awaitable[bytes]]
 
 _MAX_DIGITS = 12
+INTEGER_MAX = 10**_MAX_DIGITS - 1
+"""The largest integer a parameter may hold (twelve digits): the OpenAPI document's ``maximum``."""
 
 
 def integer(query: Query, name: str, default: int) -> int:
-    """An integer parameter in plain decimal digits, or ``default`` when absent."""
+    """An integer parameter in plain decimal digits, or ``default`` when absent.
+
+    ASCII white space around it and a sign are allowed; at most :data:`INTEGER_MAX`."""
     raw = query.get(name)
     if raw is None:
         return default
-    text = raw.strip()
+    text = raw.strip(BLANK)
     digits = text[1:] if text[:1] in "+-" else text
-    if not digits.isdigit() or not digits.isascii() or len(digits) > _MAX_DIGITS:
-        raise InvalidArgument(name, f"must be an integer, got {raw!r}")
+    # Leading zeros are a spelling: 007 is 7, however many of them there are.
+    if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > _MAX_DIGITS:
+        raise InvalidArgument(
+            name, f"must be an integer of at most {_MAX_DIGITS} digits, got {raw!r}"
+        )
     return int(text)
 
 
@@ -40,8 +54,16 @@ Details and buyers pages are the same bytes for every request with the same
 parameters, caller source, shape and zone until the catalogue changes. A usage
 answer changes with every request, but only in its last two days: the rendered
 days before them are kept.
+
+Keys are made of the parameters as validated (the package identifier trimmed,
+the page size clamped), never of their spelling: every spelling of one request
+shares one entry.
 """
-RESPONSE_CACHE_SIZE = 20_000
+
+
+def response_cache(worker_bytes: int) -> ResponseCache:
+    """The response cache, with its share of a worker's cache budget."""
+    return ResponseCache(cache_bytes(worker_bytes, "responses"))
 
 
 def _view(caller: Caller) -> tuple[object, ...]:
@@ -79,7 +101,7 @@ async def usage(
 async def details(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    package_id = query.get("package", "")
+    package_id = package_identifier(query.get("package", ""))
     key = ("details", package_id, *_view(caller))
     body = cache.get(caller.generation, key)
     if body is None:
@@ -92,9 +114,8 @@ async def details(
 async def buyers(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    limit = integer(query, "limit", LIMIT_DEFAULT)
-    page = integer(query, "page", 1)
-    package_id = query.get("package", "")
+    limit, page = buyers_window(integer(query, "limit", LIMIT_DEFAULT), integer(query, "page", 1))
+    package_id = package_identifier(query.get("package", ""))
     key = ("buyers", package_id, limit, page, *_view(caller))
     body = cache.get(caller.generation, key)
     if body is None:

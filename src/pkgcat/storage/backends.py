@@ -137,10 +137,11 @@ def _limiter(settings: Settings) -> RateLimiter:
 def open_storage(settings: Settings) -> Storage:
     """The backends ``settings`` name, the catalogue and usage behind one cache layer."""
     reader, changes, counter, pool_use = _database(settings)
-    catalogue = CachedCatalogue(reader, changes)
+    budget = settings.cache_max_bytes
+    catalogue = CachedCatalogue(reader, changes, max_bytes=budget)
     return Storage(
         catalogue=catalogue,
-        usage=CachedUsage(counter, catalogue),
+        usage=CachedUsage(counter, catalogue, max_bytes=budget),
         limiter=_limiter(settings),
         counter=counter,
         pool_use=pool_use,

@@ -12,10 +12,18 @@ Every entry is stored under the generation its read *started* in, and only
 while that is still the cache's generation: a slow read that raced a change is
 never kept. :class:`GenerationCache` is the one such map, also used for the
 rendered answers of the HTTP layer.
+
+Every cache is bounded in bytes, not in entries: an entry's size is estimated
+when it is stored (:func:`footprint`), and the oldest entries make room for a
+new one. The worker's whole budget (``PKGCAT_CACHE_MAX_BYTES``) is shared out
+by :data:`CACHE_SHARES`.
 """
 
 from __future__ import annotations
 
+import sys
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any, Generic, TypeVar
 
@@ -37,19 +45,84 @@ MARK_EVERY = 100
 """Deep buyers pages seek to a mark kept every this many buyers (the largest page)."""
 
 
+CACHE_SHARES: dict[str, float] = {
+    "responses": 1 / 2,  # rendered answers (http/routes.py)
+    "packages": 1 / 4,
+    "keys": 1 / 16,
+    "totals": 1 / 16,  # buyers counted per package
+    "marks": 1 / 16,  # deep buyers pages' seek marks
+    "history": 1 / 16,  # usage days that can no longer change
+}
+"""Each cache's part of the worker's budget; the parts add up to the whole."""
+
+
+def cache_bytes(total: int, cache: str) -> int:
+    """The bytes ``cache`` may hold out of a worker's ``total``."""
+    return int(total * CACHE_SHARES[cache])
+
+
+_ENTRY = 200
+"""Bytes an entry costs beyond its key and value: its slots in the maps, the
+ordering link, its recorded size and the allocator's rounding (a fair estimate
+for CPython)."""
+
+
+def footprint(value: object) -> int:
+    """An estimate of the bytes ``value`` holds, following tuples, lists, dicts and dataclasses.
+
+    Shared objects (a package's source, interned strings) count once per holder:
+    the estimate errs on the safe side.
+    """
+    size = sys.getsizeof(value)
+    if isinstance(value, tuple | list):
+        size += sum(footprint(item) for item in value)
+    elif isinstance(value, dict):
+        size += sum(footprint(k) + footprint(v) for k, v in value.items())
+    else:
+        fields = getattr(type(value), "__dataclass_fields__", None)
+        if fields is not None:
+            size += sum(footprint(getattr(value, name)) for name in fields)
+    return size
+
+
+def entry_footprint(key: object, value: object) -> int:
+    """The estimated bytes of one cache entry."""
+    return _ENTRY + footprint(key) + footprint(value)
+
+
 class GenerationCache(Generic[K, V]):
-    """Values valid for one catalogue generation, at most ``size`` of them.
+    """Values valid for one catalogue generation, at most ``max_bytes`` of them.
+
+    ``sizeof`` estimates an entry's bytes (:func:`entry_footprint` unless told).
+    When a new entry would pass the bound, the oldest entries go first; a value
+    larger than the whole bound is not kept.
 
     ``hits`` and ``misses`` count the lookups since it was made (plain integers:
     ``/metrics`` reads them now and then, so a lookup pays no more than an addition).
     """
 
-    def __init__(self, size: int) -> None:
-        self._size = size
+    def __init__(self, max_bytes: int, sizeof: Callable[[K, V], int] = entry_footprint) -> None:
+        self._max_bytes = max_bytes
+        self._sizeof = sizeof
+        self._bytes = 0
         self._generation = -1
-        self._values: dict[K, V] = {}
         self.hits = 0
         self.misses = 0
+        # Ordered by insertion, so that the oldest goes first; a lookup is a plain dict's.
+        self._values: OrderedDict[K, V] = OrderedDict()
+        self._sizes: dict[K, int] = {}  # as estimated when stored
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """The estimated bytes held now; never more than :attr:`max_bytes`."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._values)
 
     def get(self, generation: int, key: K) -> V | None:
         if generation != self._generation:
@@ -58,6 +131,8 @@ class GenerationCache(Generic[K, V]):
             if generation > self._generation or generation < 0:
                 self._generation = generation
                 self._values.clear()
+                self._sizes.clear()
+                self._bytes = 0
             self.misses += 1
             return None
         value = self._values.get(key)
@@ -71,22 +146,38 @@ class GenerationCache(Generic[K, V]):
         """Keep ``value``, read in ``generation``, unless the cache has moved on (or never trusts)."""
         if generation != self._generation or generation < 0:
             return
-        if len(self._values) >= self._size:
-            self._values.clear()  # a crude bound: a full cache starts over
-        self._values[key] = value
+        size = self._sizeof(key, value)
+        if size > self._max_bytes:
+            return
+        values, sizes = self._values, self._sizes
+        if values.pop(key, None) is not None:  # put again: it moves to the newest end
+            self._bytes -= sizes.pop(key)
+        self._bytes += size
+        while self._bytes > self._max_bytes:
+            oldest, _ = values.popitem(last=False)
+            self._bytes -= sizes.pop(oldest)
+        values[key] = value
+        sizes[key] = size
 
 
 class CachedCatalogue:
     """A :class:`CatalogueReader` in front of another, caching what the generation covers."""
 
-    def __init__(self, reader: CatalogueReader, changes: ChangeFeed, *, size: int = 10_000) -> None:
+    def __init__(self, reader: CatalogueReader, changes: ChangeFeed, *, max_bytes: int) -> None:
+        """``max_bytes`` is the worker's whole budget: this takes its shares of it."""
         self._reader = reader
         self._changes = changes
         self._generation = -1
-        self._keys: GenerationCache[str, KeyRecord] = GenerationCache(size)
-        self._packages: GenerationCache[str, Package] = GenerationCache(size)
-        self._totals: GenerationCache[int, int] = GenerationCache(size)
-        self._marks: GenerationCache[int, list[BuyerKey]] = GenerationCache(size)
+        self._keys: GenerationCache[str, KeyRecord] = GenerationCache(
+            cache_bytes(max_bytes, "keys")
+        )
+        self._packages: GenerationCache[str, Package] = GenerationCache(
+            cache_bytes(max_bytes, "packages")
+        )
+        self._totals: GenerationCache[int, int] = GenerationCache(cache_bytes(max_bytes, "totals"))
+        self._marks: GenerationCache[int, list[BuyerKey]] = GenerationCache(
+            cache_bytes(max_bytes, "marks")
+        )
 
     async def generation(self) -> int:
         self._generation = self._changes.current()
@@ -185,13 +276,14 @@ class CachedUsage:
     """
 
     def __init__(
-        self, counter: UsageCounter, catalogue: CachedCatalogue, *, size: int = 10_000
+        self, counter: UsageCounter, catalogue: CachedCatalogue, *, max_bytes: int
     ) -> None:
+        """``max_bytes`` is the worker's whole budget: this takes its share of it."""
         self._counter = counter
         self._catalogue = catalogue
         # (application, first day asked) -> (the day the history stops before, its counts)
         self._history: GenerationCache[tuple[int, date], tuple[date, dict[date, int]]] = (
-            GenerationCache(size)
+            GenerationCache(cache_bytes(max_bytes, "history"))
         )
 
     async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:

@@ -156,6 +156,8 @@ class PostgresCatalogue:
         return None if row is None else rows.key_record(row)
 
     async def package(self, package_id: str) -> Package | None:
+        if "\x00" in package_id:  # PostgreSQL text cannot hold it: no package is named so
+            return None
         pool = await self._database.pool()
         row = await pool.fetchrow(_PACKAGE, package_id)
         return None if row is None else rows.package(row)
