@@ -9,7 +9,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck bench bench-smoke bench-profile wrk clean
+.PHONY: help setup lock run test lint format typecheck bench bench-smoke bench-profile slow-clients wrk clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue,
 
 bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
 	$(BIN)/python bench/flame.py
+
+slow-clients: $(STAMP) ## 4,000 idle and slow connections for 30 s, a normal client answered within 1 s (~1 minute)
+	SLOW_CLIENTS=full $(BIN)/pytest --no-cov -p no:cacheprovider -q -s tests/functional/test_slow_clients.py -k crowd
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

@@ -68,6 +68,18 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address `pkgcat serve` listens on.")
     port: int = Field(default=8000, ge=0, le=65535, description="Port `pkgcat serve` listens on.")
     workers: int = Field(default=1, ge=1, le=64, description="Worker processes of `pkgcat serve`.")
+    max_connections: int = Field(
+        default=4096,
+        ge=16,
+        le=1_000_000,
+        description="Connections each worker of `pkgcat serve` holds open at once; more wait in the listen queue.",
+    )
+    header_read_timeout: int = Field(
+        default=10,
+        ge=1,
+        le=600,
+        description="Seconds a connection has to send a request's headers, from when it opens or its last answer went out; an idle or slow connection is closed after it.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Server log level."
     )
