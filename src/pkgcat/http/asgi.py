@@ -38,6 +38,11 @@ log = logging.getLogger("pkgcat.http")
 _API_PREFIX = f"/{VERSION}/"
 _LOOKS_LIKE_VERSION = re.compile(r"/v?\d+(\.\d+)*(/|$)")
 _JSON = (b"content-type", b"application/json")
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+_NO_STORE = (b"cache-control", b"no-store")
+_API_HEADERS = (_JSON, _NO_STORE, _NOSNIFF)
+"""Every API answer's fixed headers: JSON, never stored by a cache (it is one key's data,
+and a key may be in the query), and never sniffed as anything else by a browser."""
 
 
 _NEEDS_DECODING = re.compile(rb"[%+\x80-\xff]")
@@ -78,14 +83,18 @@ def _rate_headers(decision: RateDecision) -> Headers:
 
 
 def _with_request_id(send: Send, request_id: str) -> Send:
-    """``send``, adding the request id to the response's headers."""
+    """``send``, adding the request id, ``nosniff`` and, unless the site chose one, ``no-store``."""
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message = {
-                **message,
-                "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())],
-            }
+            headers = [
+                *message.get("headers", []),
+                (b"x-request-id", request_id.encode()),
+                _NOSNIFF,
+            ]
+            if not any(name.lower() == b"cache-control" for name, _ in headers):
+                headers.append(_NO_STORE)
+            message = {**message, "headers": headers}
         await send(message)
 
     return sending
@@ -118,7 +127,7 @@ class ApiApp:
             await self.site(scope, receive, _with_request_id(send, request_id))
             return
         status, body, headers = await self._answer(scope, path, handler, request_id)
-        headers.append(_JSON)
+        headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
