@@ -11,6 +11,7 @@ import gc
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.site import create_site
+from pkgcat.http.throttle import AuthThrottle
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import open_storage
 
@@ -26,7 +27,18 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         default_timezone=settings.timezone,
         clock=clock,
     )
-    return ApiApp(service, create_site(on_shutdown=storage.close, ready=storage.readiness))
+    throttle = AuthThrottle(
+        settings.auth_failure_limit,
+        proxies=settings.proxy_networks,
+        redis_url=settings.shared_limit_url,
+        namespace=settings.rate_limit_namespace,
+    )
+
+    async def close() -> None:
+        await storage.close()
+        await throttle.close()
+
+    return ApiApp(service, create_site(on_shutdown=close, ready=storage.readiness), throttle)
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

@@ -42,6 +42,9 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         ("timezone", "Mars/Olympus", "not an IANA time zone"),
         ("rate_limit", "many", "not a rate limit"),
         ("port", "70000", "less than or equal to 65535"),
+        ("auth_failure_limit", "often", "not a rate limit"),
+        ("trusted_proxies", "10.0.0.1,proxy.internal", "'proxy.internal' is not an address"),
+        ("header_read_timeout", "0", "greater than or equal to 1"),
     ],
 )
 def test_bad_values_are_refused_with_a_message(
@@ -50,6 +53,13 @@ def test_bad_values_are_refused_with_a_message(
     monkeypatch.setenv(f"PKGCAT_{field.upper()}", value)
     with pytest.raises(ValidationError, match=message):
         Settings()
+
+
+def test_trusted_proxies_are_read_as_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PKGCAT_TRUSTED_PROXIES", " 10.0.0.5, 10.1.2.3/16 ,fd00::1 ")
+    settings = Settings()
+    assert settings.trusted_proxies == "10.0.0.5/32,10.1.0.0/16,fd00::1/128"
+    assert [str(n) for n in settings.proxy_networks] == settings.trusted_proxies.split(",")
 
 
 def test_a_server_workers_collector_spares_the_startup_objects(tmp_path: Path) -> None:

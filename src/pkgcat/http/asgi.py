@@ -24,6 +24,7 @@ from pkgcat.errors import (
     InvalidArgument,
     MethodNotAllowed,
     RateLimited,
+    TooManyFailures,
     Unauthenticated,
     UnknownEndpoint,
     UnknownVersion,
@@ -31,6 +32,7 @@ from pkgcat.errors import (
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
 from pkgcat.http.routes import RESPONSE_CACHE_SIZE, ROUTES, VERSION, Handler, Query, ResponseCache
+from pkgcat.http.throttle import AuthThrottle
 from pkgcat.services import CatalogueService
 
 log = logging.getLogger("pkgcat.http")
@@ -74,6 +76,13 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
+def _presents_a_key(scope: Scope) -> bool:
+    """Whether the request sent a key at all (read again on the failure path only)."""
+    return _header(scope, b"authorization") is not None or bool(
+        parse_query(scope["query_string"])[0].get("secret_key")
+    )
+
+
 def _rate_headers(decision: RateDecision) -> Headers:
     return [
         (b"ratelimit-limit", str(decision.limit).encode()),
@@ -103,9 +112,12 @@ def _with_request_id(send: Send, request_id: str) -> Send:
 class ApiApp:
     """The whole server as one ASGI callable."""
 
-    def __init__(self, service: CatalogueService, site: ASGIApp) -> None:
+    def __init__(
+        self, service: CatalogueService, site: ASGIApp, throttle: AuthThrottle | None = None
+    ) -> None:
         self.service = service
         self.site = site
+        self.throttle = throttle or AuthThrottle("20/minute")
         self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
@@ -146,6 +158,11 @@ class ApiApp:
             if scope["method"] != "GET":
                 raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
             query, repeated = parse_query(scope["query_string"])
+            throttle = self.throttle
+            if throttle.refused:  # some address guessed too many keys: is it this one?
+                wait = throttle.refusal(throttle.client(scope))
+                if wait is not None:
+                    raise TooManyFailures(throttle.allowance, wait)
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), _header(scope, b"authorization"))
@@ -157,6 +174,16 @@ class ApiApp:
         except RateLimited as error:
             status, body, headers = error_response(error)
             return status, body, _rate_headers(error.decision) + headers
+        except Unauthenticated as error:
+            if _presents_a_key(scope):  # a missing key is not a guess
+                throttle = self.throttle
+                wait = await throttle.failed(throttle.client(scope))
+                if wait is not None:
+                    refused = TooManyFailures(throttle.allowance, wait)
+                    status, body, headers = error_response(refused)
+                    return status, body, _rate_headers(refused.decision) + headers
+            status, body, headers = error_response(error)
+            return status, body, rate + headers
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):
