@@ -108,7 +108,9 @@ def open_files_for(connections: int) -> int:
     """Raise this process's soft limit on open files so that a worker can hold ``connections``.
 
     The workers inherit the limit. The soft limit is raised up to the hard limit,
-    never lowered; returns how many connections a worker can hold within it.
+    never lowered; returns how many connections a worker can hold within it. (granian
+    2.8 raises the soft limit to the hard one when it is imported; this neither relies
+    on that nor undoes it, and it is what finds the cap that fits.)
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = connections + FILES_RESERVED
