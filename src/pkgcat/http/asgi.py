@@ -112,12 +112,10 @@ def _with_request_id(send: Send, request_id: str) -> Send:
 class ApiApp:
     """The whole server as one ASGI callable."""
 
-    def __init__(
-        self, service: CatalogueService, site: ASGIApp, throttle: AuthThrottle | None = None
-    ) -> None:
+    def __init__(self, service: CatalogueService, site: ASGIApp, throttle: AuthThrottle) -> None:
         self.service = service
         self.site = site
-        self.throttle = throttle or AuthThrottle("20/minute")
+        self.throttle = throttle
         self.responses = ResponseCache(RESPONSE_CACHE_SIZE)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
