@@ -9,7 +9,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck fuzz bench bench-smoke bench-profile soak wrk clean
+.PHONY: help setup lock run test lint format typecheck fuzz bench bench-smoke bench-profile soak slow-clients wrk clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes:
 
 soak: $(BENCH_STAMP) wrk ## 300,000 mixed requests on one worker; memory, open files and WAL into docs/soak.* (~2 minutes)
 	$(BIN)/python bench/soak.py --out docs/soak
+
+slow-clients: $(STAMP) ## 4,000 idle and slow connections for 30 s, a normal client answered within 1 s (~1 minute)
+	SLOW_CLIENTS=full $(BIN)/pytest --no-cov -p no:cacheprovider -q -s tests/functional/test_slow_clients.py -k crowd
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

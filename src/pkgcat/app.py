@@ -12,6 +12,7 @@ from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.routes import ROUTES
 from pkgcat.http.site import create_site
+from pkgcat.http.throttle import AuthThrottle
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import database_unavailable, open_storage
 
@@ -35,10 +36,22 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         default_timezone=settings.timezone,
         clock=clock,
     )
-    site = create_site(on_shutdown=storage.close, ready=storage.readiness, metrics=metrics)
+    throttle = AuthThrottle(
+        settings.auth_failure_limit,
+        proxies=settings.proxy_networks,
+        redis_url=settings.shared_limit_url,
+        namespace=settings.rate_limit_namespace,
+    )
+
+    async def close() -> None:
+        await storage.close()
+        await throttle.close()
+
+    site = create_site(on_shutdown=close, ready=storage.readiness, metrics=metrics)
     return ApiApp(
         service,
         site,
+        throttle,
         unavailable=database_unavailable,
         cache_bytes=settings.cache_max_bytes,
         metrics=metrics,

@@ -7,6 +7,7 @@ worker) builds a :class:`Settings` and hands it to :func:`pkgcat.app.create_app`
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import re
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -70,6 +71,26 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address `pkgcat serve` listens on.")
     port: int = Field(default=8000, ge=0, le=65535, description="Port `pkgcat serve` listens on.")
     workers: int = Field(default=1, ge=1, le=64, description="Worker processes of `pkgcat serve`.")
+    max_connections: int = Field(
+        default=4096,
+        ge=16,
+        le=1_000_000,
+        description="Connections each worker of `pkgcat serve` holds open at once; more wait in the listen queue.",
+    )
+    header_read_timeout: int = Field(
+        default=10,
+        ge=1,
+        le=600,
+        description="Seconds a connection has to send a request's headers, from when it opens or its last answer went out; an idle or slow connection is closed after it.",
+    )
+    auth_failure_limit: str = Field(
+        default="20/minute",
+        description="Failed authentications allowed per client address (`N/second|minute|hour|day`); past it, the address is refused with 429 until the window ends.",
+    )
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses or networks of reverse proxies whose `X-Forwarded-For` names the client; empty: the peer address is the client.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Level of pkgcat's and granian's log lines."
     )
@@ -188,7 +209,27 @@ class Settings(BaseSettings):
             _require(("redis",), "redis")
         return value
 
-    @field_validator("rate_limit")
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str) -> str:
+        networks = []
+        for part in (part.strip() for part in value.split(",")):
+            if not part:
+                continue
+            try:
+                networks.append(str(ipaddress.ip_network(part, strict=False)))
+            except ValueError:
+                raise ValueError(
+                    f"{part!r} is not an address or a network (examples: '10.0.0.5', '10.0.0.0/8')"
+                ) from None
+        return ",".join(networks)
+
+    @property
+    def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        """``trusted_proxies`` as networks (an address is a network of one)."""
+        return tuple(ipaddress.ip_network(n) for n in self.trusted_proxies.split(",") if n)
+
+    @field_validator("rate_limit", "auth_failure_limit")
     @classmethod
     def _valid_limit(cls, value: str) -> str:
         try:

@@ -72,6 +72,19 @@ class RateLimited(ApiError):
         """Whose limit is spent, for the access line."""
 
 
+class TooManyFailures(RateLimited):
+    """Code 13 for a client address past its allowance of failed authentications."""
+
+    def __init__(self, allowance: int, retry_after: int) -> None:
+        ApiError.__init__(
+            self,
+            f"too many failed authentications from this address; retry in {retry_after} s",
+        )
+        self.decision = RateDecision(
+            allowed=False, limit=allowance, remaining=0, reset_after=retry_after
+        )
+
+
 class InternalError(ApiError):
     code, status, when = 15, 500, "internal error; the body carries a request id"
 

@@ -45,6 +45,9 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         ("port", "70000", "less than or equal to 65535"),
         ("metrics", "maybe", "valid boolean"),
         ("metrics_token", "short", "at least 16 characters"),
+        ("auth_failure_limit", "often", "not a rate limit"),
+        ("trusted_proxies", "10.0.0.1,proxy.internal", "'proxy.internal' is not an address"),
+        ("header_read_timeout", "0", "greater than or equal to 1"),
     ],
 )
 def test_bad_values_are_refused_with_a_message(
@@ -65,6 +68,13 @@ def test_a_short_metrics_token_is_refused_without_being_shown(
         "PKGCAT_METRICS_TOKEN: Value error, a token needs at least 16 characters" in result.output
     )
     assert "tooshort-secret" not in result.output
+
+
+def test_trusted_proxies_are_read_as_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PKGCAT_TRUSTED_PROXIES", " 10.0.0.5, 10.1.2.3/16 ,fd00::1 ")
+    settings = Settings()
+    assert settings.trusted_proxies == "10.0.0.5/32,10.1.0.0/16,fd00::1/128"
+    assert [str(n) for n in settings.proxy_networks] == settings.trusted_proxies.split(",")
 
 
 def test_a_server_workers_collector_spares_the_startup_objects(tmp_path: Path) -> None:

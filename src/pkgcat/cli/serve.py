@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import shutil
 import socket
 import tempfile
@@ -14,7 +15,8 @@ from typing import Annotated
 
 import typer
 from granian import Granian
-from granian.constants import Interfaces
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
 from granian.log import LogLevels
 
 from pkgcat import __version__
@@ -90,7 +92,16 @@ def _serve(settings: Settings) -> None:
     # Last step before granian binds, to keep the time another server has to take the
     # port after the check as short as possible.
     refuse_a_taken_port(settings.host, settings.port)
-    _print_banner(settings)
+    connections = open_files_for(settings.max_connections)
+    if connections < settings.max_connections:
+        log.warning(
+            "the open-files limit lets each worker hold %d connections, not "
+            "PKGCAT_MAX_CONNECTIONS=%d; raise its hard limit (ulimit -Hn, or LimitNOFILE= in "
+            "a systemd unit)",
+            connections,
+            settings.max_connections,
+        )
+    _print_banner(settings, connections)
     obey_stop_signals_in_forks()
     Granian(
         target=f"{worker_app.__module__}:{worker_app.__name__}",
@@ -104,6 +115,21 @@ def _serve(settings: Settings) -> None:
         # again within about 5 s of being replaced, granian treats it as a crash loop and
         # stops the server (exit code 1).
         respawn_failed_workers=True,
+        # HTTP/1.1 only: granian's automatic choice between HTTP/1 and HTTP/2 reads a
+        # connection's first bytes with no timeout, so a client that connects and sends
+        # nothing held its connection (and one of the worker's connection slots) for
+        # ever. HTTP/1's header-read timeout starts when the connection opens and again
+        # after each answer, so idle, slow and silent connections are all closed after
+        # it (docs/reliability.md, "Slow clients").
+        http=HTTPModes.http1,
+        # A worker stops accepting at this many open connections (granian's
+        # "backpressure"); further ones wait in the kernel's listen queue.
+        backpressure=connections,
+        http1_settings=HTTP1Settings(
+            header_read_timeout=settings.header_read_timeout * 1000,
+            keep_alive=True,
+            max_buffer_size=HEADER_BUFFER,
+        ),
         # The app writes its own access line (pkgcat.access): granian's would hold the query,
         # and the query can hold the key.
         log_access=False,
@@ -112,7 +138,38 @@ def _serve(settings: Settings) -> None:
     ).serve()
 
 
-def _print_banner(settings: Settings) -> None:
+HEADER_BUFFER = 8192 + 65_536
+"""Bytes a connection may buffer before its request's headers end (granian's default is
+417,792). A request line and headers larger than this get 431; a target (URI) over 65,534
+bytes gets 414 first. A pkgcat request needs well under 2 KB; the bound keeps what slow
+clients can make a worker hold at about 72 KB per connection."""
+
+FILES_RESERVED = 256
+"""Open files a worker needs besides its connections: database and Redis connections,
+its listener, logs, the libraries' own."""
+
+
+def open_files_for(connections: int) -> int:
+    """Raise this process's soft limit on open files so that a worker can hold ``connections``.
+
+    The workers inherit the limit. The soft limit is raised up to the hard limit,
+    never lowered; returns how many connections a worker can hold within it. (granian
+    2.8 raises the soft limit to the hard one when it is imported; this neither relies
+    on that nor undoes it, and it is what finds the cap that fits.)
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + FILES_RESERVED
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return connections
+    raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+    except (ValueError, OSError):  # above the kernel's own ceiling (fs.nr_open)
+        raised = soft
+    return max(16, min(connections, raised - FILES_RESERVED))
+
+
+def _print_banner(settings: Settings, connections: int) -> None:
     """What is being served, from where, and where to look: on stderr, once, before serving.
 
     With ``PKGCAT_LOG_FORMAT=json``, one log record, so that every line is JSON.
@@ -139,6 +196,8 @@ def _print_banner(settings: Settings) -> None:
         f"  database  {shown_url(settings.database_url)}",
         f"  workers   {workers}, shape {settings.shape}, rate limit {settings.rate_limit}",
         f"  limiter   {limiter}",
+        f"  clients   up to {connections} connections per worker, "
+        f"headers within {settings.header_read_timeout} s",
         f"  API       {base}/1.0/",
         f"  docs      {base}/docs",
     ]

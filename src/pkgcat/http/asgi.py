@@ -28,6 +28,7 @@ from pkgcat.errors import (
     InvalidArgument,
     MethodNotAllowed,
     RateLimited,
+    TooManyFailures,
     Unauthenticated,
     Unavailable,
     UnknownEndpoint,
@@ -36,6 +37,7 @@ from pkgcat.errors import (
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
 from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, response_cache
+from pkgcat.http.throttle import AuthThrottle
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID
 from pkgcat.services import CatalogueService
@@ -53,6 +55,11 @@ _GIVEN_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.:=+/-]{0,127}")
 """An incoming ``X-Request-Id`` that is kept: at most 128 characters, none that needs escaping."""
 _KEY = KEY_PREFIX.encode()
 """...and that does not hold a secret key (a client that sends one there by mistake)."""
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+_NO_STORE = (b"cache-control", b"no-store")
+_API_HEADERS = (_JSON, _NO_STORE, _NOSNIFF)
+"""Every API answer's fixed headers: JSON, never stored by a cache (it is one key's data,
+and a key may be in the query), and never sniffed as anything else by a browser."""
 
 
 _NEEDS_DECODING = re.compile(rb"[%+\x80-\xff]")
@@ -77,6 +84,13 @@ def parse_query(raw: bytes) -> tuple[Query, set[str]]:
     return query, repeated
 
 
+def _presents_a_key(scope: Scope, authorization: bytes | None) -> bool:
+    """Whether the request sent a key at all (read again on the failure path only)."""
+    return authorization is not None or bool(
+        parse_query(scope["query_string"])[0].get("secret_key")
+    )
+
+
 def _rate_headers(decision: RateDecision) -> Headers:
     return [
         (b"ratelimit-limit", str(decision.limit).encode()),
@@ -86,15 +100,22 @@ def _rate_headers(decision: RateDecision) -> Headers:
 
 
 def _with_request_id(send: Send, request_id: str, status: list[int]) -> Send:
-    """``send``, adding the request id to the response's headers; the status goes in ``status``."""
+    """``send``, adding the request id, ``nosniff`` and, unless the site chose one, ``no-store``.
+
+    The status goes in ``status``.
+    """
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
             status.append(message["status"])
-            message = {
-                **message,
-                "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())],
-            }
+            headers = [
+                *message.get("headers", []),
+                (b"x-request-id", request_id.encode()),
+                _NOSNIFF,
+            ]
+            if not any(name.lower() == b"cache-control" for name, _ in headers):
+                headers.append(_NO_STORE)
+            message = {**message, "headers": headers}
         await send(message)
 
     return sending
@@ -137,6 +158,7 @@ class ApiApp:
         self,
         service: CatalogueService,
         site: ASGIApp,
+        throttle: AuthThrottle,
         unavailable: Callable[[Exception], bool] = lambda _error: False,
         *,
         cache_bytes: int,
@@ -145,6 +167,7 @@ class ApiApp:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share."""
         self.service = service
         self.site = site
+        self.throttle = throttle
         # Whether a failure means the database is locked or unreachable (503), not a bug (500).
         self._unavailable = unavailable
         self.responses = response_cache(cache_bytes)
@@ -195,7 +218,7 @@ class ApiApp:
         )
         if self._metrics is not None:
             self._metrics.request(handler, status_code, code, perf_counter() - started)
-        headers.append(_JSON)
+        headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
         await send({"type": "http.response.start", "status": status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -223,6 +246,11 @@ class ApiApp:
             if scope["method"] != "GET":
                 raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
             query, repeated = parse_query(scope["query_string"])
+            throttle = self.throttle
+            if throttle.refused:  # some address guessed too many keys: is it this one?
+                wait = throttle.refusal(throttle.client(scope))
+                if wait is not None:
+                    raise TooManyFailures(throttle.allowance, wait)
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), authorization)
@@ -237,6 +265,17 @@ class ApiApp:
             status, body, headers = error_response(error)
             headers = _rate_headers(error.decision) + headers
             return status, body, headers, error.code, error.application_id
+        except Unauthenticated as error:
+            if _presents_a_key(scope, authorization):  # a missing key is not a guess
+                throttle = self.throttle
+                wait = await throttle.failed(throttle.client(scope))
+                if wait is not None:
+                    refused = TooManyFailures(throttle.allowance, wait)
+                    status, body, headers = error_response(refused)
+                    headers = _rate_headers(refused.decision) + headers
+                    return status, body, headers, refused.code, application
+            status, body, headers = error_response(error)
+            return status, body, rate + headers, error.code, application
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):

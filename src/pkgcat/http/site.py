@@ -10,7 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import swagger_ui
@@ -48,6 +48,22 @@ _DOCS_PAGE = """<!doctype html>
 """
 
 
+REVALIDATE = {"cache-control": "no-cache"}
+"""The OpenAPI document and its page: a cache may keep them but must ask again before each
+use, so that an upgrade's new document is seen at once."""
+STATIC_CACHE = "public, max-age=86400"
+"""Swagger UI's files change only with the installed package: a day in any cache."""
+
+
+class _StaticFiles(StaticFiles):
+    """Swagger UI's files, with :data:`STATIC_CACHE`."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["cache-control"] = STATIC_CACHE
+        return response
+
+
 Readiness = Callable[[], Awaitable[dict[str, object]]]
 """Checks the backends; returns what it found, raises when one is not usable."""
 
@@ -61,10 +77,10 @@ def create_site(
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
-        return Response(document, media_type="application/json")
+        return Response(document, media_type="application/json", headers=REVALIDATE)
 
     async def docs(_request: Request) -> Response:
-        return HTMLResponse(_DOCS_PAGE)
+        return HTMLResponse(_DOCS_PAGE, headers=REVALIDATE)
 
     async def health(_request: Request) -> Response:
         return Response(b'{"status":"ok"}', media_type="application/json")
@@ -125,7 +141,7 @@ def create_site(
             Route("/", home),
             Route("/openapi.json", openapi),
             Route("/docs", docs),
-            Mount("/docs/static", StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
+            Mount("/docs/static", _StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
             Route("/healthz", health),
             Route("/readyz", readiness),
             # Off, /metrics is an unknown endpoint like any other.

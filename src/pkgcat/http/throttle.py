@@ -1,0 +1,190 @@
+"""Failed authentications, throttled per client address (docs/reliability.md, "Key guessing").
+
+Each request that presents a key the server refuses (code 5) counts one failure against
+its client's address, in a fixed window of ``PKGCAT_AUTH_FAILURE_LIMIT`` (``20/minute``:
+20 failures a minute). The failure past the allowance, and then every API request from
+that address until the window ends, is refused with code 13 (HTTP 429) and
+``Retry-After``, before its key is looked at.
+
+Why every request, a valid key's too: a throttle that still answered a valid key would
+tell a guesser which guess was right, at the same speed as before. The price is that
+clients sharing an address with a guesser (behind one NAT, or behind a proxy pkgcat does
+not know as one) wait with it, for one window at most.
+
+Cost: a request that succeeds pays one truth test of a dict (empty unless some address is
+refused right now) and, while one is, a dict lookup of its address. Only failures are
+counted, with the maintained ``limits`` library: in this process's memory, or in Redis
+when ``PKGCAT_REDIS_URL`` is set, so that every worker and host counts one allowance. A
+worker learns that an address is refused from its own failures: with Redis, at the
+first failure it sees from that address once the shared allowance is spent. When Redis
+fails, failures are not counted (fail open, like the rate limit), and one warning is
+logged per outage.
+
+The address is the connection's peer, unless the peer is one of ``PKGCAT_TRUSTED_PROXIES``:
+then it is the rightmost address of ``X-Forwarded-For`` that is not a trusted proxy (each
+proxy appends the address it was connected from, so that entry is the one a client cannot
+forge). IPv6 addresses count by their /64 network, which one subscriber usually holds whole.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from limits import parse
+from limits.aio.storage import MemoryStorage, RedisStorage, Storage
+from limits.aio.strategies import FixedWindowRateLimiter
+from starlette.types import Scope
+
+if TYPE_CHECKING:  # redis is an extra: imported only when PKGCAT_REDIS_URL is set
+    from redis.asyncio import ConnectionPool
+
+log = logging.getLogger("pkgcat.http")
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+PRUNE_AT = 10_000
+"""Refused addresses held before the ones whose refusal ended are dropped."""
+
+
+class AuthThrottle:
+    """Counts failed authentications per client address and says which addresses are refused.
+
+    ``clock`` (seconds, monotonic) is for tests that move time instead of waiting.
+    """
+
+    def __init__(
+        self,
+        allowance: str,
+        *,
+        proxies: tuple[Network, ...] = (),
+        redis_url: str | None = None,
+        namespace: str = "pkgcat",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._item = parse(allowance)
+        self.allowance = int(self._item.amount)
+        self._proxies = proxies
+        self._clock = clock
+        self._pool: ConnectionPool | None = None
+        storage: Storage = MemoryStorage()
+        if redis_url is not None:
+            from redis.asyncio import ConnectionPool
+
+            # A pool of our own, with short timeouts, that close() can release.
+            self._pool = ConnectionPool.from_url(
+                redis_url, socket_timeout=0.25, socket_connect_timeout=0.25
+            )
+            storage = RedisStorage(
+                _async_url(redis_url),
+                implementation="redispy",
+                key_prefix=f"{namespace}:auth-failures",
+                connection_pool=self._pool,  # type: ignore[arg-type]  # handed on to redis-py's Redis()
+            )
+        self._limiter = FixedWindowRateLimiter(storage)
+        self._failing = False
+        self.refused: dict[str, float] = {}
+        """Client to the monotonic time its refusal ends; empty on the usual path."""
+
+    def client(self, scope: Scope) -> str:
+        """The client the request counts against: its address, or its IPv6 /64."""
+        peer = scope.get("client")
+        host: str = peer[0] if peer else ""
+        if self._proxies and _within(host, self._proxies):
+            forwarded = _forwarded_for(scope)
+            if forwarded:
+                host = self._first_untrusted(forwarded) or host
+        return _bucket(host)
+
+    def _first_untrusted(self, forwarded: str) -> str | None:
+        for hop in reversed([hop.strip() for hop in forwarded.split(",")]):
+            if hop and not _within(hop, self._proxies):
+                return hop
+        return None
+
+    def refusal(self, client: str) -> int | None:
+        """Seconds ``client`` stays refused, or ``None`` when it is not."""
+        ends = self.refused.get(client)
+        if ends is None:
+            return None
+        left = ends - self._clock()
+        if left <= 0:
+            del self.refused[client]
+            return None
+        return max(1, math.ceil(left))
+
+    async def failed(self, client: str) -> int | None:
+        """Count one failed authentication of ``client``.
+
+        Returns the seconds it is now refused for when this failure went past the
+        allowance, else ``None``.
+        """
+        try:
+            if await self._limiter.hit(self._item, client):
+                self._answered()
+                return None
+            stats = await self._limiter.get_window_stats(self._item, client)
+        except Exception as error:  # Redis down, slow or refusing: fail open
+            self._failed(error)
+            return None
+        self._answered()
+        left = max(1, math.ceil(stats.reset_time - time.time()))
+        now = self._clock()
+        if len(self.refused) >= PRUNE_AT:
+            self.refused = {c: ends for c, ends in self.refused.items() if ends > now}
+        self.refused[client] = now + left
+        return left
+
+    def _failed(self, error: Exception) -> None:
+        if not self._failing:
+            self._failing = True
+            log.warning(
+                "cannot count failed authentications (%s); they are not throttled until it works",
+                type(error).__name__,
+            )
+
+    def _answered(self) -> None:
+        if self._failing:
+            self._failing = False
+            log.info("failed authentications are throttled again")
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+def _async_url(url: str) -> str:
+    """A Redis address as ``limits``' asyncio storage reads it."""
+    if url.startswith("unix://"):
+        return "async+redis+" + url
+    return "async+" + url
+
+
+def _forwarded_for(scope: Scope) -> str | None:
+    values = [bytes(v).decode("latin-1") for k, v in scope["headers"] if k == b"x-forwarded-for"]
+    return ",".join(values) if values else None
+
+
+def _within(host: str, networks: tuple[Network, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(address in network for network in networks)
+
+
+def _bucket(host: str) -> str:
+    """``host``, or for an IPv6 address its /64 network (an IPv4 one written as IPv6: itself)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return host
