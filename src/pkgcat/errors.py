@@ -83,6 +83,7 @@ class TooManyFailures(RateLimited):
         self.decision = RateDecision(
             allowed=False, limit=allowance, remaining=0, reset_after=retry_after
         )
+        self.application_id = None  # refused before any key is looked at
 
 
 class InternalError(ApiError):

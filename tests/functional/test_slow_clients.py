@@ -266,7 +266,7 @@ def test_serve_fits_its_connections_to_a_low_open_files_limit(tmp_path: Path) ->
         server.wait(timeout=15)
     text = "".join(lines)
     assert (
-        "warning: the open-files limit lets each worker hold 768 connections, "
+        "WARNING pkgcat.cli [-] the open-files limit lets each worker hold 768 connections, "
         "not PKGCAT_MAX_CONNECTIONS=4096" in text
     ), text
     assert "up to 768 connections per worker" in text, text
