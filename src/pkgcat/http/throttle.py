@@ -13,12 +13,14 @@ not know as one) wait with it, for one window at most.
 
 Cost: a request that succeeds pays one truth test of a dict (empty unless some address is
 refused right now) and, while one is, a dict lookup of its address. Only failures are
-counted, with the maintained ``limits`` library: in this process's memory, or in Redis
-when ``PKGCAT_REDIS_URL`` is set, so that every worker and host counts one allowance. A
-worker learns that an address is refused from its own failures: with Redis, at the
-first failure it sees from that address once the shared allowance is spent. When Redis
-fails, failures are not counted (fail open, like the rate limit), and one warning is
-logged per outage.
+counted, by the rate limit's own fixed windows keyed by address: in this process's memory
+(:class:`~pkgcat.storage.limiter.WindowLimiter`), or in Redis when ``PKGCAT_REDIS_URL``
+is set (:class:`~pkgcat.storage.redis.limiter.RedisLimiter`, under its own key prefix), so
+that every worker and host counts one allowance; there the failures of a moment share one
+pipeline, as the rate limit's hits do. A worker learns that an address is refused from
+its own failures: with Redis, at the first failure it sees from that address once the
+shared allowance is spent. When Redis fails, failures are not counted (fail open, like
+the rate limit), and one warning is logged per outage.
 
 The address is the connection's peer, unless the peer is one of ``PKGCAT_TRUSTED_PROXIES``:
 then it is the rightmost address of ``X-Forwarded-For`` that is not a trusted proxy (each
@@ -29,21 +31,17 @@ forge). IPv6 addresses count by their /64 network, which one subscriber usually 
 from __future__ import annotations
 
 import ipaddress
-import logging
 import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from limits import parse
-from limits.aio.storage import MemoryStorage, RedisStorage, Storage
-from limits.aio.strategies import FixedWindowRateLimiter
 from starlette.types import Scope
 
-if TYPE_CHECKING:  # redis is an extra: imported only when PKGCAT_REDIS_URL is set
-    from redis.asyncio import ConnectionPool
+from pkgcat.storage.limiter import WindowLimiter
 
-log = logging.getLogger("pkgcat.http")
+if TYPE_CHECKING:  # redis is an extra: imported only when PKGCAT_REDIS_URL is set
+    from pkgcat.storage.redis.limiter import RedisLimiter
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -66,27 +64,22 @@ class AuthThrottle:
         namespace: str = "pkgcat",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._item = parse(allowance)
-        self.allowance = int(self._item.amount)
         self._proxies = proxies
         self._clock = clock
-        self._pool: ConnectionPool | None = None
-        storage: Storage = MemoryStorage()
-        if redis_url is not None:
-            from redis.asyncio import ConnectionPool
+        self._limiter: WindowLimiter | RedisLimiter
+        if redis_url is None:
+            self._limiter = WindowLimiter(allowance, clock=clock)
+        else:
+            from pkgcat.storage.redis.limiter import RedisLimiter
 
-            # A pool of our own, with short timeouts, that close() can release.
-            self._pool = ConnectionPool.from_url(
-                redis_url, socket_timeout=0.25, socket_connect_timeout=0.25
+            self._limiter = RedisLimiter(
+                redis_url,
+                allowance,
+                namespace,
+                kind="auth-failures",
+                limits="limits on failed authentications",
             )
-            storage = RedisStorage(
-                _async_url(redis_url),
-                implementation="redispy",
-                key_prefix=f"{namespace}:auth-failures",
-                connection_pool=self._pool,  # type: ignore[arg-type]  # handed on to redis-py's Redis()
-            )
-        self._limiter = FixedWindowRateLimiter(storage)
-        self._failing = False
+        self.allowance = self._limiter.limit
         self.refused: dict[str, float] = {}
         """Client to the monotonic time its refusal ends; empty on the usual path."""
 
@@ -123,45 +116,18 @@ class AuthThrottle:
         Returns the seconds it is now refused for when this failure went past the
         allowance, else ``None``.
         """
-        try:
-            if await self._limiter.hit(self._item, client):
-                self._answered()
-                return None
-            stats = await self._limiter.get_window_stats(self._item, client)
-        except Exception as error:  # Redis down, slow or refusing: fail open
-            self._failed(error)
+        decision = await self._limiter.hit(client)  # never raises: Redis fails open
+        if decision.allowed:
             return None
-        self._answered()
-        left = max(1, math.ceil(stats.reset_time - time.time()))
+        left = decision.reset_after
         now = self._clock()
         if len(self.refused) >= PRUNE_AT:
             self.refused = {c: ends for c, ends in self.refused.items() if ends > now}
         self.refused[client] = now + left
         return left
 
-    def _failed(self, error: Exception) -> None:
-        if not self._failing:
-            self._failing = True
-            log.warning(
-                "cannot count failed authentications (%s); they are not throttled until it works",
-                type(error).__name__,
-            )
-
-    def _answered(self) -> None:
-        if self._failing:
-            self._failing = False
-            log.info("failed authentications are throttled again")
-
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.aclose()
-
-
-def _async_url(url: str) -> str:
-    """A Redis address as ``limits``' asyncio storage reads it."""
-    if url.startswith("unix://"):
-        return "async+redis+" + url
-    return "async+" + url
+        await self._limiter.close()
 
 
 def _forwarded_for(scope: Scope) -> str | None:

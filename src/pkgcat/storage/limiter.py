@@ -43,14 +43,15 @@ class WindowLimiter:
         self._window = float(item.get_expiry())
         self._whole_window = int(item.get_expiry())
         self._clock = clock
-        # application id -> [when its window ends, requests counted in it]
-        self._windows: dict[int, list[float]] = {}
+        # application id (or other key) -> [when its window ends, requests counted in it]
+        self._windows: dict[int | str, list[float]] = {}
 
     @property
     def limit(self) -> int:
         return self._amount
 
-    async def hit(self, application_id: int) -> RateDecision:
+    async def hit(self, application_id: int | str) -> RateDecision:
+        """Count one hit of ``application_id`` (any key: the auth throttle counts addresses)."""
         now = self._clock()
         window = self._windows.get(application_id)
         if window is None or now >= window[0]:

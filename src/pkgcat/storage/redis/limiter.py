@@ -99,6 +99,8 @@ class RedisLimiter:
         rate_limit: str,
         namespace: str = "pkgcat",
         *,
+        kind: str = "ratelimit",
+        limits: str = "rate limits",
         timeout: float = 0.25,
         retry_after_failure: float = 1.0,
         client: Redis | None = None,
@@ -110,7 +112,8 @@ class RedisLimiter:
         self._open = RateDecision(
             allowed=True, limit=self._amount, remaining=self._amount, reset_after=self._window
         )
-        self._prefix = f"{namespace}:ratelimit:"
+        self._prefix = f"{namespace}:{kind}:"
+        self._limits = limits  # what the outage lines say is (not) enforced
         self._retry_after_failure = retry_after_failure
         self._server = _without_credentials(url)
         if client is None:
@@ -125,7 +128,7 @@ class RedisLimiter:
         self._password = password if isinstance(password, str) and password else None
         self._loop: asyncio.AbstractEventLoop | None = None
         # The batch of the current turn: each hit's application and the future of its decision.
-        self._batch: list[tuple[int, asyncio.Future[RateDecision]]] = []
+        self._batch: list[tuple[int | str, asyncio.Future[RateDecision]]] = []
         self._in_flight: asyncio.Task[None] | None = None
         self._resting_until = float("-inf")
         self._failing = False
@@ -134,7 +137,7 @@ class RedisLimiter:
     def limit(self) -> int:
         return self._amount
 
-    async def hit(self, application_id: int) -> RateDecision:
+    async def hit(self, application_id: int | str) -> RateDecision:
         loop = asyncio.get_running_loop()
         if loop.time() < self._resting_until:
             return self._open  # Redis failed moments ago: do not wait on it again yet
@@ -165,13 +168,13 @@ class RedisLimiter:
 
     @staticmethod
     def _decide(
-        batch: list[tuple[int, asyncio.Future[RateDecision]]], decisions: list[RateDecision]
+        batch: list[tuple[int | str, asyncio.Future[RateDecision]]], decisions: list[RateDecision]
     ) -> None:
         for (_, waiter), decision in zip(batch, decisions, strict=True):
             if not waiter.done():  # cancelled when its request went away
                 waiter.set_result(decision)
 
-    async def _send(self, batch: list[tuple[int, asyncio.Future[RateDecision]]]) -> None:
+    async def _send(self, batch: list[tuple[int | str, asyncio.Future[RateDecision]]]) -> None:
         # Every path resolves the futures with decisions, never an exception: the
         # callers must never see a Redis failure.
         decisions = [self._open] * len(batch)
@@ -242,15 +245,16 @@ class RedisLimiter:
         if not self._failing:
             self._failing = True
             log.warning(
-                "Redis at %s failed (%s); rate limits are not enforced until it answers again",
+                "Redis at %s failed (%s); %s are not enforced until it answers again",
                 self._server,
                 self._describe(error),
+                self._limits,
             )
 
     def _answered(self) -> None:
         if self._failing:
             self._failing = False
-            log.info("Redis at %s answers again; rate limits are enforced", self._server)
+            log.info("Redis at %s answers again; %s are enforced", self._server, self._limits)
 
     def _describe(self, error: Exception) -> str:
         text = f"{type(error).__name__}: {error}"
