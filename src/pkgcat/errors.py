@@ -61,6 +61,8 @@ class PermissionDenied(ApiError):
 
 class RateLimited(ApiError):
     code, status, when = 13, 429, "rate limit exceeded (the request was not counted)"
+    application_id: int | None = None
+    """Whose limit is spent, for the access line (none for an address refused before its key)."""
 
     def __init__(self, decision: RateDecision, application_id: int | None = None) -> None:
         super().__init__(
@@ -69,7 +71,6 @@ class RateLimited(ApiError):
         )
         self.decision = decision
         self.application_id = application_id
-        """Whose limit is spent, for the access line."""
 
 
 class TooManyFailures(RateLimited):
@@ -83,7 +84,6 @@ class TooManyFailures(RateLimited):
         self.decision = RateDecision(
             allowed=False, limit=allowance, remaining=0, reset_after=retry_after
         )
-        self.application_id = None  # refused before any key is looked at
 
 
 class InternalError(ApiError):

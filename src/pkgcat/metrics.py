@@ -107,7 +107,7 @@ class Metrics:
         )
         self.rejections = Counter(
             "pkgcat_rate_limit_rejections",
-            "API requests refused because their application's rate limit was spent (code 13).",
+            "API requests refused with code 13: a spent rate limit, or an address refused for failed keys.",
             registry=registry,
         )
         self.cache_hits = Counter(

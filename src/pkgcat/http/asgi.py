@@ -84,11 +84,10 @@ def parse_query(raw: bytes) -> tuple[Query, set[str]]:
     return query, repeated
 
 
-def _presents_a_key(scope: Scope, authorization: bytes | None) -> bool:
-    """Whether the request sent a key at all (read again on the failure path only)."""
-    return authorization is not None or bool(
-        parse_query(scope["query_string"])[0].get("secret_key")
-    )
+def _refused(error: RateLimited) -> tuple[int, bytes, Headers]:
+    """A 429's status, body and headers: the envelope, with the spent limit's headers."""
+    status, body, headers = error_response(error)
+    return status, body, _rate_headers(error.decision) + headers
 
 
 def _rate_headers(decision: RateDecision) -> Headers:
@@ -236,6 +235,7 @@ class ApiApp:
         """Status, body, headers, API code, and the caller's application id once known."""
         rate: Headers = []
         application: int | None = None
+        query: Query = {}
         try:
             if handler is None:
                 if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
@@ -262,18 +262,14 @@ class ApiApp:
             body = await handler(self.service, caller, query, self.responses)
             return 200, body, rate, 0, application
         except RateLimited as error:
-            status, body, headers = error_response(error)
-            headers = _rate_headers(error.decision) + headers
-            return status, body, headers, error.code, error.application_id
+            return *_refused(error), error.code, error.application_id
         except Unauthenticated as error:
-            if _presents_a_key(scope, authorization):  # a missing key is not a guess
+            if authorization is not None or query.get("secret_key"):  # no key is not a guess
                 throttle = self.throttle
                 wait = await throttle.failed(throttle.client(scope))
                 if wait is not None:
                     refused = TooManyFailures(throttle.allowance, wait)
-                    status, body, headers = error_response(refused)
-                    headers = _rate_headers(refused.decision) + headers
-                    return status, body, headers, refused.code, application
+                    return *_refused(refused), refused.code, application
             status, body, headers = error_response(error)
             return status, body, rate + headers, error.code, application
         except ApiError as error:
