@@ -16,7 +16,7 @@ from limits import parse
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Shape = Literal["A", "B"]
+from pkgcat.domain import Shape
 
 DEFAULT_DATABASE_URL = "sqlite:///./pkgcat.db"
 _REDIS_SCHEMES = {"redis", "rediss", "unix"}

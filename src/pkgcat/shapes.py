@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from pkgcat import models
 from pkgcat.domain import BuyersPage, Package, Purchase, Shape, UsageDay
 
 _B_DATE = "%Y-%m-%d %H:%M:%S"
@@ -113,7 +114,7 @@ def package_body(package: Package, shape: Shape, zone: ZoneInfo) -> dict[str, An
     return body
 
 
-def _buyer(purchase: Purchase, shape: Shape, zone: ZoneInfo) -> dict[str, str]:
+def _buyer(purchase: Purchase, shape: Shape, zone: ZoneInfo) -> models.Buyer:
     return {
         "nickname": purchase.nickname,
         "status": purchase.status,
@@ -128,7 +129,7 @@ def _buyer(purchase: Purchase, shape: Shape, zone: ZoneInfo) -> dict[str, str]:
     }
 
 
-def buyers_body(page: BuyersPage, shape: Shape, zone: ZoneInfo) -> dict[str, Any]:
+def buyers_body(page: BuyersPage, shape: Shape, zone: ZoneInfo) -> models.BuyersPage:
     """A buyers page (spec 2.4): ``total`` as a digit string, the rest integers."""
     return {
         "start": page.start,

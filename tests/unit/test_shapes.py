@@ -53,7 +53,8 @@ def test_amounts_are_plain_decimals_with_two_places_at_least(
         payment_platform="paypal",
     )
     for shape in SHAPES:
-        (buyer,) = buyers_body(BuyersPage(0, 25, 1, 1, (purchase,)), shape, UTC_ZONE)["buyers"]
+        (typed,) = buyers_body(BuyersPage(0, 25, 1, 1, (purchase,)), shape, UTC_ZONE)["buyers"]
+        buyer: dict[str, str] = dict(typed)  # type: ignore[arg-type]  # read by name below
         for field, amount in (("total", total), ("commission", commission)):
             assert re.fullmatch(r"\d+\.\d{2,}", buyer[field]), (field, amount, buyer[field])
             assert Decimal(buyer[field]) == amount

@@ -9,6 +9,7 @@ document, the documentation page, the health check) goes to a Starlette app.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import re
@@ -36,11 +37,12 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
-from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, response_cache
+from pkgcat.http.routes import ROUTES, TAGGED, VERSION, Handler, Query, response_cache
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID
 from pkgcat.services import CatalogueService
+from pkgcat.storage.cache import GenerationCache
 
 if TYPE_CHECKING:
     from pkgcat.metrics import Metrics
@@ -60,6 +62,20 @@ _NO_STORE = (b"cache-control", b"no-store")
 _API_HEADERS = (_JSON, _NO_STORE, _NOSNIFF)
 """Every API answer's fixed headers: JSON, never stored by a cache (it is one key's data,
 and a key may be in the query), and never sniffed as anything else by a browser."""
+
+
+def entity_tag(body: bytes) -> bytes:
+    """A body's strong ``ETag``: 32 hex digits of its BLAKE2b-128, quoted."""
+    return b'"' + hashlib.blake2b(body, digest_size=16).hexdigest().encode() + b'"'
+
+
+def matches(if_none_match: bytes, tag: bytes) -> bool:
+    """Whether ``If-None-Match`` names ``tag`` (weak comparison, RFC 9110) or is ``*``."""
+    if if_none_match.strip() == b"*":
+        return True
+    return any(
+        candidate.strip().removeprefix(b"W/") == tag for candidate in if_none_match.split(b",")
+    )
 
 
 _NEEDS_DECODING = re.compile(rb"[%+\x80-\xff]")
@@ -171,6 +187,10 @@ class ApiApp:
         self._unavailable = unavailable
         self.responses = response_cache(cache_bytes)
         self._metrics = metrics
+        # Each answer body's ETag, beside it: keyed by the body itself (the very object the
+        # response cache holds, whose hash Python keeps), so a cached answer's tag is
+        # computed once per catalogue generation.
+        self.etags: GenerationCache[bytes, bytes] = GenerationCache(self.responses.max_bytes // 4)
         if metrics is not None:
             metrics.watch_cache("responses", self.responses)
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
@@ -182,13 +202,15 @@ class ApiApp:
             await self.site(scope, receive, send)
             return
         # One pass over the headers for the two this app reads.
-        authorization = given_id = None
+        authorization = given_id = if_none_match = None
         for name, value in scope["headers"]:
             if name == b"authorization":
                 if authorization is None:
                     authorization = bytes(value)
             elif name == b"x-request-id":
                 given_id = value
+            elif name == b"if-none-match":
+                if_none_match = bytes(value)
         request_id = (
             given_id.decode("ascii")
             if given_id is not None and _GIVEN_ID.fullmatch(given_id) and _KEY not in given_id
@@ -213,7 +235,7 @@ class ApiApp:
                     _access_line(scope, None, status[0] if status else 500, None, None, started)
             return
         status_code, body, headers, code, application = await self._answer(
-            scope, path, handler, request_id, authorization
+            scope, path, handler, request_id, authorization, if_none_match
         )
         if self._metrics is not None:
             self._metrics.request(handler, status_code, code, perf_counter() - started)
@@ -231,6 +253,7 @@ class ApiApp:
         handler: Handler | None,
         request_id: str,
         authorization: bytes | None,
+        if_none_match: bytes | None,
     ) -> tuple[int, bytes, Headers, int, int | None]:
         """Status, body, headers, API code, and the caller's application id once known."""
         rate: Headers = []
@@ -260,6 +283,14 @@ class ApiApp:
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
             body = await handler(self.service, caller, query, self.responses)
+            if handler in TAGGED:
+                tag = self.etags.get(caller.generation, body)
+                if tag is None:
+                    tag = entity_tag(body)
+                    self.etags.put(caller.generation, body, tag)
+                rate.append((b"etag", tag))
+                if if_none_match is not None and matches(if_none_match, tag):
+                    return 304, b"", rate, 0, application  # counted and limited all the same
             return 200, body, rate, 0, application
         except RateLimited as error:
             return *_refused(error), error.code, error.application_id

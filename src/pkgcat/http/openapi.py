@@ -1,208 +1,98 @@
-"""The OpenAPI 3.1 document, written by hand and checked against the server by the tests.
+"""The OpenAPI 3.1 document, generated from the operation table and the typed models.
 
-It states both response shapes (``oneOf`` A and B), every parameter with its
-bounds, and every error of :data:`pkgcat.errors.ERROR_TABLE` each operation
-can answer with. ``tests/functional`` validates every response it receives
-against this document.
+Paths, parameters, tags, errors and headers come from :mod:`pkgcat.http.operations`
+(served operations only); the schemas from :mod:`pkgcat.models` through
+pydantic's ``TypeAdapter``. Each error response is the shared ``ErrorMessage``
+with its own ``code`` constant, a form third-party generators read.
+``tests/functional`` validates every response it receives against this document.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from pkgcat import __version__
-from pkgcat.errors import ERROR_TABLE, ApiError, InternalError, Unavailable
-from pkgcat.http.routes import INTEGER_MAX
-from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
+from pkgcat.domain import SHAPES
+from pkgcat.errors import ApiError, InternalError, MethodNotAllowed, RateLimited, Unavailable
+from pkgcat.http.operations import OPERATIONS, Operation, Parameter
+from pkgcat.http.routes import ROUTES
+from pkgcat.models import DAY, ErrorMessage
+from pkgcat.services import BLANK
 
 Schema = dict[str, Any]
 
-ISO_DATETIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$"
-ISO_MIDNIGHT = r"^\d{4}-\d{2}-\d{2}T00:00:00[+-]\d{2}:\d{2}$"
-B_USAGE_DATE = r"^\d{2}-\d{2}-\d{4} 00:00:00$"
-B_DATE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"
-DIGITS = r"^\d+$"
-DECIMAL = r"^\d+\.\d{2,}$"
-"""Amounts: a point and at least two decimals (shapes.py writes them so)."""
-CURRENCY = r"^[A-Z]{3}$"
+_REF = "#/components/schemas/{model}"
+_OPEN = {"ErrorMessage"}
+"""Models that the error responses extend with their ``code``: not closed."""
+
+TAGS: dict[str, str] = {
+    "application": "The calling application itself.",
+    "package": "One package of the catalogue.",
+    "source": "The caller's own source: its packages and its sales.",
+}
 
 
-def _string(description: str, pattern: str | None = None) -> Schema:
-    schema: Schema = {"type": "string", "description": description}
-    if pattern:
-        schema["pattern"] = pattern
-    return schema
+def served() -> list[Operation]:
+    """The operations of the table that have a handler, in the table's order."""
+    return [operation for operation in OPERATIONS if operation.path in ROUTES]
 
 
-def _object(properties: dict[str, Schema], description: str) -> Schema:
-    return {
-        "type": "object",
-        "description": description,
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+def _tidy(schema: object, name: str | None = None) -> None:
+    """Drop pydantic's generated titles and close every object (no other keys)."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("title"), str):
+            del schema["title"]
+        if schema.get("type") == "object" and "properties" in schema and name not in _OPEN:
+            schema["additionalProperties"] = False
+        for key, value in schema.items():
+            if key == "properties":
+                for field in value.values():
+                    _tidy(field)
+            elif key == "$defs":
+                for model, definition in value.items():
+                    _tidy(definition, model)
+            else:
+                _tidy(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _tidy(item)
 
 
-def _ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
+Keyed = dict[tuple[str, int, str], Schema]
 
 
-def _package(shape: str) -> Schema:
-    a = shape == "A"
-    address = r"^https://" if a else r"^http://"
-    # A repository may give no icon or page for a package: then the field is empty.
-    optional_address = r"^(https://|$)" if a else r"^(http://|$)"
-    props: dict[str, Schema] = {
-        "package": _string("Identifier, reverse-domain style."),
-        "name": _string("Display name."),
-        "date": _string(
-            "Release date of this version in the application's time zone.",
-            ISO_DATETIME if a else B_DATE,
-        ),
-        "version": _string("Version string."),
-    }
-    if a:
-        props["architecture"] = _string("Debian architecture (shape A only).")
-    props |= {
-        "author": _string("Author name."),
-        "section": _string("Category name."),
-        "description": _string("Short description."),
-        "pre-depends": _string("Raw Pre-Depends field; may be empty."),
-        "depends": _string("Raw Depends field; may be empty."),
-        "conflicts": _string("Raw Conflicts field; may be empty."),
-    }
-    if a:
-        props["replaces"] = _string("Raw Replaces field; may be empty (shape A only).")
-    props["size"] = _string("Size of the .deb file in bytes.", DIGITS)
-    props["md5sum"] = _string("MD5 of the .deb file.", r"^[0-9a-f]{32}$")
-    if a:
-        props["sha256"] = _string(
-            "SHA-256 of the .deb file (shape A only); '' when the repository lists none.",
-            r"^([0-9a-f]{64})?$",
-        )
-    props |= {
-        "long_description": _string("Long description."),
-        "compatible": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Compatible platform labels, such as 'iOS 15'.",
-        },
-        "total_download": _string("Download count.", DIGITS),
-        "total_votes": _string("Number of ratings.", DIGITS),
-        "total_value_votes": _string(
-            "Sum of the 1-5 ratings (average = this / total_votes).", DIGITS
-        ),
-        "online": _string(
-            "'1' online; '0' offline (seen only by the package's own source).", r"^[01]$"
-        ),
-        "price": _string(
-            "Price; '0.00' for a free package; '' for a paid package whose price is not known yet.",
-            r"^(\d+\.\d{2,})?$",
-        ),
-        "currency": _string("ISO 4217 currency code.", CURRENCY),
-        "source": _ref(f"Source{shape}"),
-        "icon": _string("Address of the icon; '' when there is none.", optional_address),
-        "screenshots": {
-            "type": "array",
-            "items": _string("Address of a screenshot.", address),
-        },
-        "url": _string("Address of the package page; '' when there is none.", optional_address),
-    }
-    return _object(props, f"Package details, shape {shape} (spec 2.2).")
+def _models(operations: list[Operation]) -> tuple[Keyed, Schema]:
+    """Each (operation, variant, shape)'s response schema (refs), and the component schemas."""
+    inputs: list[tuple[tuple[str, int, str], Any, TypeAdapter[Any]]] = [
+        ((operation.name, n, shape), "serialization", TypeAdapter(variant.models[shape]))
+        for operation in operations
+        for n, variant in enumerate(operation.responses)
+        if variant.served
+        for shape in SHAPES
+    ]
+    inputs.append((("error", 0, ""), "serialization", TypeAdapter(ErrorMessage)))
+    found, definitions = TypeAdapter.json_schemas(inputs, ref_template=_REF)
+    components: Schema = dict(definitions.get("$defs", {}))
+    for name, definition in components.items():
+        _tidy(definition, name)
+    schemas: Keyed = {}
+    for (key, _mode), schema in found.items():
+        _tidy(schema)
+        schemas[key] = schema
+    return schemas, dict(sorted(components.items()))
 
 
-def _source(shape: str) -> Schema:
-    props: dict[str, Schema] = {"name": _string("Name of the source.")}
-    if shape == "A":
-        props["origin"] = _string("Origin of the repository (shape A only).")
-    props["url"] = _string("Address of the source.", r"^https://" if shape == "A" else r"^http://")
-    return _object(props, f"Source, shape {shape} (spec 2.3).")
-
-
-def _schemas() -> dict[str, Schema]:
-    return {
-        "UsageEntryA": _object(
-            {
-                "date": _string("Midnight of the day, with the zone's offset.", ISO_MIDNIGHT),
-                "usage": {"type": "integer", "minimum": 0, "description": "Requests that day."},
-            },
-            "One day of usage, shape A (spec 2.1).",
-        ),
-        "UsageEntryB": _object(
-            {
-                "date": _string("Midnight of the day, DD-MM-YYYY.", B_USAGE_DATE),
-                "usage": {
-                    "description": "Requests that day; the last entry carries it as digits.",
-                    "oneOf": [
-                        {"type": "integer", "minimum": 0},
-                        {"type": "string", "pattern": DIGITS},
-                    ],
-                },
-            },
-            "One day of usage, shape B (spec 2.1).",
-        ),
-        "PackageA": _package("A"),
-        "PackageB": _package("B"),
-        "SourceA": _source("A"),
-        "SourceB": _source("B"),
-        "Buyer": _object(
-            {
-                "nickname": _string("Buyer's nickname."),
-                "status": _string("Payment status, such as 'Completed'."),
-                "total": _string("Amount paid.", DECIMAL),
-                "commission": _string("Commission on the amount.", DECIMAL),
-                "currency": _string("ISO 4217 currency code.", CURRENCY),
-                "date": _string("When the purchase was made.", ISO_DATETIME),
-                "txn_id": _string("Transaction id at the payment platform."),
-                "profile_url": _string("Address of the buyer's profile."),
-                "allowed_for": {
-                    "type": "string",
-                    "enum": ["package", "source"],
-                    "description": "'package': this package; 'source': every paid package of the source.",
-                },
-                "payment_platform": _string("Payment platform, lower case.", r"^[a-z0-9_.-]+$"),
-            },
-            "One buyer (spec 2.5).",
-        ),
-        "BuyersPage": _object(
-            {
-                "start": {"type": "integer", "minimum": 0, "description": "(page - 1) * limit."},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": LIMIT_MAX,
-                    "description": "Page size applied.",
-                },
-                "total": _string("Total number of buyers.", DIGITS),
-                "page": {"type": "integer", "minimum": 1},
-                "buyers": {"type": "array", "items": _ref("Buyer"), "maxItems": LIMIT_MAX},
-            },
-            "A page of buyers (spec 2.4).",
-        ),
-        "Error": _object(
-            {
-                "code": {"type": "integer", "enum": [e.code for e in ERROR_TABLE]},
-                "response": _string("What went wrong, naming the parameter at fault."),
-            },
-            "Error envelope.",
-        ),
-    }
-
-
-def _success(description: str, schema: Schema) -> Schema:
-    return {
-        "description": description,
-        "headers": _RATE_HEADERS,
-        "content": {
-            "application/json": {
-                "schema": _object(
-                    {"code": {"type": "integer", "const": 0}, "response": schema},
-                    "Success envelope.",
-                )
-            }
-        },
-    }
+def _response_schema(operation: Operation, schemas: Keyed) -> Schema:
+    """The 200 body's ``response``: one schema, or ``oneOf`` the distinct ones."""
+    distinct: list[Schema] = []
+    for n, variant in enumerate(operation.responses):
+        for shape in SHAPES if variant.served else ():
+            schema = schemas[(operation.name, n, shape)]
+            if schema not in distinct:
+                distinct.append(schema)
+    return distinct[0] if len(distinct) == 1 else {"oneOf": distinct}
 
 
 _HEADER = {"schema": {"type": "integer"}, "required": True}
@@ -218,16 +108,51 @@ _RATE_HEADERS: dict[str, Schema] = {
     "RateLimit-Remaining": {**_HEADER, "description": "Requests left in the window."},
     "RateLimit-Reset": {**_HEADER, "description": "Seconds until the window resets."},
 } | _REQUEST_ID
+_ETAG: dict[str, Schema] = {
+    "ETag": {
+        "schema": {"type": "string", "pattern": r'^"[0-9a-f]{32}"$'},
+        "required": True,
+        "description": (
+            "Strong validator of the body. Sent back in If-None-Match, it is answered by "
+            "304 Not Modified without a body (counted and rate-limited like any request)."
+        ),
+    }
+}
 
 _AUTHENTICATED_ERRORS = {2, 8, 12, 13}
 """Errors answered after the key was accepted: they carry the rate-limit headers."""
 
 
+def _object(properties: dict[str, Schema], description: str) -> Schema:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _success(operation: Operation, schema: Schema) -> Schema:
+    return {
+        "description": operation.summary,
+        "headers": _RATE_HEADERS | (_ETAG if operation.etag else {}),
+        "content": {
+            "application/json": {
+                "schema": _object(
+                    {"code": {"type": "integer", "const": 0}, "response": schema},
+                    "Success envelope.",
+                )
+            }
+        },
+    }
+
+
 def _error(error: type[ApiError], description: str) -> Schema:
     headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
-    if error.code == 13 or error is Unavailable:
+    if issubclass(error, RateLimited) or error is Unavailable:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
-    if error.code == 7:
+    if error is MethodNotAllowed:
         headers["Allow"] = {
             "schema": {"type": "string", "const": "GET"},
             "required": True,
@@ -240,8 +165,12 @@ def _error(error: type[ApiError], description: str) -> Schema:
             "application/json": {
                 "schema": {
                     "allOf": [
-                        _ref("Error"),
-                        {"properties": {"code": {"const": error.code}}},
+                        {"$ref": _REF.format(model="ErrorMessage")},
+                        {
+                            "type": "object",
+                            "properties": {"code": {"type": "integer", "const": error.code}},
+                            "required": ["code"],
+                        },
                     ]
                 }
             }
@@ -249,52 +178,76 @@ def _error(error: type[ApiError], description: str) -> Schema:
     }
 
 
-def _errors(*codes: int, arguments: str) -> dict[str, Schema]:
+def _errors(operation: Operation) -> dict[str, Schema]:
     """The error responses of an operation, described by the error table itself."""
-    by_code = {e.code: e for e in ERROR_TABLE}
-    errors = {
-        str(by_code[c].status): _error(
-            by_code[c], f"invalid {arguments}" if c == 2 else by_code[c].when
-        )
-        for c in codes
-    }
-    if InternalError.code in codes:  # code 15 is 503 when the database is locked or unreachable
+    errors: dict[str, Schema] = {}
+    for error in sorted(operation.errors, key=lambda e: e.code):
+        described = f"invalid {operation.invalid}" if error.code == 2 else error.when
+        errors[str(error.status)] = _error(error, described)
+    if InternalError in operation.errors:  # code 15 is 503 when the database is locked
         errors[str(Unavailable.status)] = _error(Unavailable, Unavailable.when)
     return errors
 
 
-def _int_param(name: str, description: str, default: int, minimum: int, maximum: int) -> Schema:
-    schema: Schema = {
-        "type": "integer",
-        "default": default,
-        "minimum": minimum,
-        "maximum": maximum,
-    }
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "description": description,
-        "schema": schema,
-    }
-
-
 _BLANK_CLASS = "".join(f"\\x{ord(c):02x}" for c in BLANK)
-_PACKAGE_PARAM: Schema = {
-    "name": "package",
-    "in": "query",
-    "required": True,
-    "description": (
-        "Identifier of the package. ASCII white space (space, tab, line feed, carriage "
-        "return, vertical tab, form feed) around it is ignored; it must hold another character."
-    ),
-    "schema": {"type": "string", "minLength": 1, "pattern": f"[^{_BLANK_CLASS}]"},
-    "example": "com.havoclabs.velvet",  # the demo's paid package (`pkgcat demo`)
-}
+
+
+def parameter_schema(parameter: Parameter) -> Schema:
+    """A parameter's JSON Schema, as the document states it."""
+    schema: Schema
+    if parameter.kind == "integer":
+        schema = {"type": "integer", "default": parameter.default}
+        if parameter.minimum is not None:
+            schema["minimum"] = parameter.minimum
+        if parameter.maximum is not None:
+            schema["maximum"] = parameter.maximum
+    elif parameter.kind == "flag":
+        schema = {"type": "integer", "enum": [0, 1]}
+    elif parameter.kind == "choice":
+        schema = {"type": "string", "enum": list(parameter.choices)}
+    elif parameter.kind == "day":
+        schema = {"type": "string", "pattern": DAY}
+    elif parameter.kind == "cursor":
+        schema = {"type": "string", "maxLength": 512}
+    elif parameter.required:
+        schema = {"type": "string", "minLength": 1, "pattern": f"[^{_BLANK_CLASS}]"}
+    else:
+        schema = {"type": "string"}
+    return schema
+
+
+def _parameter(parameter: Parameter) -> Schema:
+    declared: Schema = {
+        "name": parameter.name,
+        "in": "query",
+        "required": parameter.required,
+        "description": parameter.doc,
+        "schema": parameter_schema(parameter),
+    }
+    if parameter.example is not None:
+        declared["example"] = parameter.example
+    return declared
+
+
+def _operation(operation: Operation, schemas: Keyed) -> Schema:
+    responses: Schema = {"200": _success(operation, _response_schema(operation, schemas))}
+    responses |= _errors(operation)
+    return {
+        "get": {
+            "operationId": operation.operation_id,
+            "tags": [operation.tag],
+            "summary": operation.summary,
+            "description": operation.doc,
+            "parameters": [_parameter(p) for p in operation.served_parameters()],
+            "responses": responses,
+        }
+    }
 
 
 def openapi_document() -> dict[str, Any]:
     """The whole document, as served at ``/openapi.json``."""
+    operations = served()
+    schemas, components = _models(operations)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -311,89 +264,14 @@ def openapi_document() -> dict[str, Any]:
         },
         "servers": [{"url": "/"}],
         "security": [{"secretKey": []}, {"bearer": []}],
-        "paths": {
-            "/1.0/application/usage.json": {
-                "get": {
-                    "operationId": "usage",
-                    "summary": "Requests per day of the calling application",
-                    "description": (
-                        "`days + 1` entries, oldest first: today and the `days` before it in "
-                        "the application's time zone, days without requests at 0. This request "
-                        "is counted in today's entry."
-                    ),
-                    "parameters": [
-                        _int_param(
-                            "days", "Days before today to include.", DAYS_DEFAULT, 1, DAYS_MAX
-                        )
-                    ],
-                    "responses": {
-                        "200": _success(
-                            "Usage per day",
-                            {
-                                "oneOf": [
-                                    {"type": "array", "items": _ref("UsageEntryA")},
-                                    {"type": "array", "items": _ref("UsageEntryB")},
-                                ]
-                            },
-                        ),
-                        **_errors(2, 5, 7, 13, 15, arguments="days"),
-                    },
-                }
-            },
-            "/1.0/package/details.json": {
-                "get": {
-                    "operationId": "details",
-                    "summary": "Details of one package",
-                    "description": (
-                        "Any online package; an offline package only for applications of its own source."
-                    ),
-                    "parameters": [_PACKAGE_PARAM],
-                    "responses": {
-                        "200": _success(
-                            "The package", {"oneOf": [_ref("PackageA"), _ref("PackageB")]}
-                        ),
-                        **_errors(2, 5, 7, 8, 13, 15, arguments="package"),
-                    },
-                }
-            },
-            "/1.0/package/buyers.json": {
-                "get": {
-                    "operationId": "buyers",
-                    "summary": "Buyers of a paid package of the caller's source",
-                    "description": (
-                        "Newest purchase first, ties by txn_id. Purchases of the whole source "
-                        "(allowed_for=source) count for every paid package of it. A page past "
-                        "the end is empty and carries the true total."
-                    ),
-                    "parameters": [
-                        _PACKAGE_PARAM,
-                        _int_param(
-                            "limit",
-                            f"Page size; values above {LIMIT_MAX} are clamped to {LIMIT_MAX}.",
-                            LIMIT_DEFAULT,
-                            1,
-                            INTEGER_MAX,
-                        ),
-                        _int_param("page", "Page number, from 1.", 1, 1, INTEGER_MAX),
-                    ],
-                    "responses": {
-                        "200": _success("A page of buyers", _ref("BuyersPage")),
-                        **_errors(
-                            2,
-                            5,
-                            7,
-                            8,
-                            12,
-                            13,
-                            15,
-                            arguments="package, limit, page, or a free package",
-                        ),
-                    },
-                }
-            },
-        },
+        "tags": [
+            {"name": tag, "description": text}
+            for tag, text in TAGS.items()
+            if any(o.tag == tag for o in operations)
+        ],
+        "paths": {o.path: _operation(o, schemas) for o in operations},
         "components": {
-            "schemas": _schemas(),
+            "schemas": components,
             "securitySchemes": {
                 "secretKey": {
                     "type": "apiKey",

@@ -1,4 +1,6 @@
-"""The three operations (spec 4): parse the query, call the service, render the shape."""
+"""The handlers of the served operations: parse the query, call the service, render the shape.
+
+Which operations exist, and their parameters, is the table of :mod:`pkgcat.http.operations`."""
 
 from __future__ import annotations
 
@@ -10,41 +12,24 @@ import orjson
 
 from pkgcat import shapes
 from pkgcat.domain import Caller
-from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope, envelope_of_items
-from pkgcat.services import (
-    BLANK,
-    DAYS_DEFAULT,
-    LIMIT_DEFAULT,
-    CatalogueService,
-    buyers_window,
-    package_identifier,
+from pkgcat.http.operations import (
+    BY_PATH,
+    DAYS,
+    INTEGER_MAX,
+    LIMIT,
+    PAGE,
+    VERSION,
+    Query,
+    routes,
 )
+from pkgcat.services import CatalogueService, buyers_window, package_identifier
 from pkgcat.storage.cache import GenerationCache, cache_bytes
 
-Query = dict[str, str]
 Handler = Callable[[CatalogueService, Caller, Query, "ResponseCache"], Awaitable[bytes]]
+"""``async def h(service, caller, query, cache) -> bytes``: an operation's whole answer body."""
 
-_MAX_DIGITS = 12
-INTEGER_MAX = 10**_MAX_DIGITS - 1
-"""The largest integer a parameter may hold (twelve digits): the OpenAPI document's ``maximum``."""
-
-
-def integer(query: Query, name: str, default: int) -> int:
-    """An integer parameter in plain decimal digits, or ``default`` when absent.
-
-    ASCII white space around it and a sign are allowed; at most :data:`INTEGER_MAX`."""
-    raw = query.get(name)
-    if raw is None:
-        return default
-    text = raw.strip(BLANK)
-    digits = text[1:] if text[:1] in "+-" else text
-    # Leading zeros are a spelling: 007 is 7, however many of them there are.
-    if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > _MAX_DIGITS:
-        raise InvalidArgument(
-            name, f"must be an integer of at most {_MAX_DIGITS} digits, got {raw!r}"
-        )
-    return int(text)
+__all__ = ["INTEGER_MAX", "ROUTES", "TAGGED", "VERSION", "Handler", "Query"]
 
 
 ResponseCache = GenerationCache[tuple[object, ...], bytes]
@@ -79,7 +64,7 @@ def _json_items(items: list[dict[str, Any]]) -> bytes:
 async def usage(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    calendar = service.usage_calendar(caller, integer(query, "days", DAYS_DEFAULT))
+    calendar = service.usage_calendar(caller, DAYS.integer(query))
     zone = ZoneInfo(caller.timezone)
     # Only the last day or two can still change: the days before them are rendered
     # once per catalogue generation (operator loads of statistics move it).
@@ -114,7 +99,7 @@ async def details(
 async def buyers(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    limit, page = buyers_window(integer(query, "limit", LIMIT_DEFAULT), integer(query, "page", 1))
+    limit, page = buyers_window(LIMIT.integer(query), PAGE.integer(query))
     package_id = package_identifier(query.get("package", ""))
     key = ("buyers", package_id, limit, page, *_view(caller))
     body = cache.get(caller.generation, key)
@@ -125,10 +110,17 @@ async def buyers(
     return body
 
 
-VERSION = "1.0"
-ROUTES: dict[str, Handler] = {
-    f"/{VERSION}/application/usage.json": usage,
-    f"/{VERSION}/package/details.json": details,
-    f"/{VERSION}/package/buyers.json": buyers,
-}
-"""Path to handler; the OpenAPI document lists the same paths (a test checks it)."""
+ROUTES: dict[str, Handler] = routes(
+    {
+        "application/usage": usage,
+        "package/details": details,
+        "package/buyers": buyers,
+    }
+)
+"""Path to handler of each served operation of the table (:mod:`pkgcat.http.operations`):
+serving one is adding its line here."""
+
+TAGGED: frozenset[Handler] = frozenset(
+    handler for path, handler in ROUTES.items() if BY_PATH[path].etag
+)
+"""The handlers whose answers carry an ``ETag`` (the table's ``etag``)."""

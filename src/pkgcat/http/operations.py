@@ -1,0 +1,394 @@
+"""The API's operations, declared once: the table that routing, validation, headers and
+the OpenAPI document read (and that tests hold the client, the CLI and docs/api.md to).
+
+Each :class:`Operation` states its path, tag, parameters (type, bounds, default,
+doc), the response model per shape, the errors it can answer with, whether it
+is counted and whether it carries an ``ETag``. An operation is *served* once
+:mod:`pkgcat.http.routes` maps a handler to its name (one line there); until
+then it is declared here and left out of the served document and routes.
+
+Parameters and response variants that belong to a capability still being
+built carry its name in ``feature``; while that name is in :data:`PENDING`
+they are declared but neither validated nor documented as served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any, Literal, TypeVar
+
+from pkgcat import models as m
+from pkgcat.domain import SHAPES, Shape
+from pkgcat.errors import (
+    ApiError,
+    InternalError,
+    InvalidArgument,
+    MethodNotAllowed,
+    PackageNotFound,
+    PermissionDenied,
+    RateLimited,
+    Unauthenticated,
+)
+from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
+
+VERSION = "1.0"
+Query = dict[str, str]
+Tag = Literal["application", "package", "source"]
+Kind = Literal["integer", "string", "flag", "day", "choice", "cursor"]
+
+_MAX_DIGITS = 12
+INTEGER_MAX = 10**_MAX_DIGITS - 1
+"""The largest integer a parameter may hold (twelve digits): the OpenAPI document's ``maximum``."""
+
+PENDING: set[str] = {"usage-range", "usage-by", "buyers-cursor"}
+"""Capabilities declared in the table but not served yet: remove a name once it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One query parameter: what it holds, its bounds and default, and its documentation."""
+
+    name: str
+    kind: Kind
+    doc: str
+    required: bool = False
+    default: int | str | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    example: str | None = None
+    feature: str | None = None
+
+    @property
+    def served(self) -> bool:
+        return self.feature not in PENDING
+
+    def integer(self, query: Query) -> int:
+        """The integer given (ASCII white space and a sign allowed), or the default.
+
+        Bounds are the caller's to apply: each operation words its own refusal."""
+        raw = query.get(self.name)
+        if raw is None:
+            assert isinstance(self.default, int), self.name
+            return self.default
+        text = raw.strip(BLANK)
+        digits = text[1:] if text[:1] in "+-" else text
+        # Leading zeros are a spelling: 007 is 7, however many of them there are.
+        if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > _MAX_DIGITS:
+            raise InvalidArgument(
+                self.name, f"must be an integer of at most {_MAX_DIGITS} digits, got {raw!r}"
+            )
+        return int(text)
+
+    def bounded(self, query: Query) -> int:
+        """:meth:`integer`, refused outside ``minimum`` to ``maximum``."""
+        value = self.integer(query)
+        if self.minimum is not None and value < self.minimum:
+            raise InvalidArgument(self.name, f"must be at least {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise InvalidArgument(self.name, f"must be at most {self.maximum}, got {value}")
+        return value
+
+    def page_size(self, query: Query) -> int:
+        """A page size: :meth:`bounded`, then clamped to :data:`LIMIT_MAX`."""
+        return min(self.bounded(query), LIMIT_MAX)
+
+    def flag(self, query: Query) -> bool | None:
+        """``0`` or ``1`` as a boolean; ``None`` when absent."""
+        raw = query.get(self.name)
+        if raw is None:
+            return None
+        if raw not in ("0", "1"):
+            raise InvalidArgument(self.name, f"must be 0 or 1, got {raw!r}")
+        return raw == "1"
+
+    def day(self, query: Query) -> date | None:
+        """A ``YYYY-MM-DD`` day; ``None`` when absent."""
+        raw = query.get(self.name)
+        if raw is None:
+            return None
+        try:
+            if len(raw) != 10:
+                raise ValueError(raw)
+            return date.fromisoformat(raw)
+        except ValueError:
+            raise InvalidArgument(self.name, f"must be a day YYYY-MM-DD, got {raw!r}") from None
+
+    def choice(self, query: Query) -> str | None:
+        """One of ``choices`` (case-insensitive), as listed; ``None`` when absent."""
+        raw = query.get(self.name)
+        if raw is None:
+            return None
+        for choice in self.choices:
+            if raw.lower() == choice:
+                return choice
+        raise InvalidArgument(self.name, f"must be one of {', '.join(self.choices)}, got {raw!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """A response body per shape; ``feature`` as for parameters."""
+
+    models: Mapping[Shape, Any]
+    """Each shape's model: a type pydantic reads (a TypedDict, a list of one...)."""
+    feature: str | None = None
+
+    @property
+    def served(self) -> bool:
+        return self.feature not in PENDING
+
+
+def same(model: Any) -> Mapping[Shape, Any]:
+    """One model for both shapes."""
+    return dict.fromkeys(SHAPES, model)
+
+
+def shaped(a: Any, b: Any) -> Mapping[Shape, Any]:
+    return {"A": a, "B": b}
+
+
+BASE_ERRORS: tuple[type[ApiError], ...] = (
+    InvalidArgument,
+    Unauthenticated,
+    MethodNotAllowed,
+    RateLimited,
+    InternalError,
+)
+"""What every operation can answer with (code 15 also as 503, see the errors module)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One API operation; its path is ``/1.0/<name>.json``."""
+
+    name: str
+    tag: Tag
+    summary: str
+    doc: str
+    parameters: tuple[Parameter, ...]
+    responses: tuple[Variant, ...]
+    errors: tuple[type[ApiError], ...] = BASE_ERRORS
+    invalid: str = ""
+    """How the document words this operation's code 2 ("invalid <this>")."""
+    counted: bool = True
+    """Counted in the caller's usage (every API operation is; a 304 too)."""
+    etag: bool = False
+    """Carries an ``ETag`` and answers ``If-None-Match`` with 304."""
+    example: Mapping[str, str] = field(default_factory=dict)
+    """Arguments with which the demo's first application gets a 200."""
+    client: str = ""
+    """The typed client's method and the ``pkgcat client`` command (default: the name's last part)."""
+
+    @property
+    def path(self) -> str:
+        return f"/{VERSION}/{self.name}.json"
+
+    @property
+    def client_name(self) -> str:
+        return self.client or self.name.rsplit("/", 1)[1]
+
+    @property
+    def operation_id(self) -> str:
+        """The OpenAPI ``operationId``: the name's last part for the first three
+        operations (as published), both parts joined for the others."""
+        return _OPERATION_IDS.get(self.name, self.name.replace("/", "_"))
+
+    def served_parameters(self) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if p.served)
+
+    def parameter(self, name: str) -> Parameter:
+        (found,) = (p for p in self.parameters if p.name == name)
+        return found
+
+
+_OPERATION_IDS = {
+    "application/usage": "usage",
+    "package/details": "details",
+    "package/buyers": "buyers",
+}
+
+# --- parameters ----------------------------------------------------------------------------------
+
+PACKAGE = Parameter(
+    "package",
+    "string",
+    "Identifier of the package. ASCII white space (space, tab, line feed, carriage "
+    "return, vertical tab, form feed) around it is ignored; it must hold another character.",
+    required=True,
+    example="com.havoclabs.velvet",  # the demo's paid package (`pkgcat demo`)
+)
+LIMIT = Parameter(
+    "limit",
+    "integer",
+    f"Page size; values above {LIMIT_MAX} are clamped to {LIMIT_MAX}.",
+    default=LIMIT_DEFAULT,
+    minimum=1,
+    maximum=INTEGER_MAX,
+)
+PAGE = Parameter(
+    "page", "integer", "Page number, from 1.", default=1, minimum=1, maximum=INTEGER_MAX
+)
+DAYS = Parameter(
+    "days",
+    "integer",
+    "Days before today to include.",
+    default=DAYS_DEFAULT,
+    minimum=1,
+    maximum=DAYS_MAX,
+)
+CURSOR = Parameter(
+    "cursor",
+    "cursor",
+    "Opaque position of a walk: empty to start, then the previous page's `cursor`.",
+)
+START = Parameter("start", "day", "First day (YYYY-MM-DD) in the application's time zone.")
+END = Parameter("end", "day", "Last day (YYYY-MM-DD), inclusive; not after today.")
+OPTIONAL_PACKAGE = Parameter(
+    "package", "string", "Only this package of the caller's source.", example=PACKAGE.example
+)
+
+
+def _pending(parameter: Parameter, feature: str) -> Parameter:
+    return replace(parameter, feature=feature)
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+_OWN_PACKAGE_ERRORS = (*BASE_ERRORS, PackageNotFound, PermissionDenied)
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "application/usage",
+        "application",
+        "Requests per day of the calling application",
+        "`days + 1` entries, oldest first: today and the `days` before it in the "
+        "application's time zone, days without requests at 0. This request is counted "
+        "in today's entry.",
+        (
+            DAYS,
+            _pending(START, "usage-range"),
+            _pending(END, "usage-range"),
+            Parameter(
+                "by",
+                "choice",
+                "`operation`: split each day's count by operation.",
+                choices=("operation",),
+                feature="usage-by",
+            ),
+        ),
+        (
+            Variant(shaped(list[m.UsageEntryA], list[m.UsageEntryB])),
+            Variant(
+                shaped(list[m.UsageOperationsEntryA], list[m.UsageOperationsEntryB]),
+                feature="usage-by",
+            ),
+        ),
+        invalid="days",
+    ),
+    Operation(
+        "package/details",
+        "package",
+        "Details of one package",
+        "Any online package; an offline package only for applications of its own source.",
+        (PACKAGE,),
+        (Variant(shaped(m.PackageA, m.PackageB)),),
+        errors=(*BASE_ERRORS, PackageNotFound),
+        invalid="package",
+        client="package",
+        etag=True,
+        example={"package": "com.havoclabs.velvet"},
+    ),
+    Operation(
+        "package/buyers",
+        "package",
+        "Buyers of a paid package of the caller's source",
+        "Newest purchase first, ties by txn_id. Purchases of the whole source "
+        "(allowed_for=source) count for every paid package of it. A page past the end "
+        "is empty and carries the true total.",
+        (PACKAGE, LIMIT, PAGE, _pending(CURSOR, "buyers-cursor")),
+        (
+            Variant(same(m.BuyersPage)),
+            Variant(same(m.BuyersCursorPage), feature="buyers-cursor"),
+        ),
+        errors=_OWN_PACKAGE_ERRORS,
+        invalid="package, limit, page, or a free package",
+        etag=True,
+        example={"package": "com.havoclabs.velvet"},
+    ),
+    Operation(
+        "source/packages",
+        "source",
+        "The caller's own packages",
+        "Online and offline, ordered by package identifier.",
+        (
+            Parameter("paid", "flag", "1: only paid packages; 0: only free ones."),
+            Parameter("online", "flag", "1: only online packages; 0: only offline ones."),
+            LIMIT,
+            CURSOR,
+        ),
+        (Variant(shaped(m.SourcePackagesA, m.SourcePackagesB)),),
+        invalid="paid, online, limit or cursor",
+        etag=True,
+    ),
+    Operation(
+        "package/check",
+        "package",
+        "Whether a buyer or a device owns a package",
+        "Give exactly one of `nickname`, `account` and `udid`; `model` only with `udid`. "
+        "Refunded and charged-back purchases never count; the earliest owning purchase wins.",
+        (
+            PACKAGE,
+            Parameter("nickname", "string", "The buyer's nickname."),
+            Parameter("account", "string", "The buyer's account id."),
+            Parameter("udid", "string", "A device id the buyer registered."),
+            Parameter("model", "string", "The device's model (only with `udid`)."),
+        ),
+        (Variant(same(m.Ownership)),),
+        client="check",
+        errors=_OWN_PACKAGE_ERRORS,
+        invalid="package, nickname, account, udid or model",
+        etag=True,
+        example={"package": "com.havoclabs.velvet", "nickname": "alice"},
+    ),
+    Operation(
+        "source/sales",
+        "source",
+        "The sales ledger of the caller's source",
+        "Purchases between `start` and `end` (days in the application's time zone, "
+        "inclusive; the last 30 days by default), newest first, ties by txn_id, with "
+        "totals per currency over the whole range and filters.",
+        (
+            START,
+            END,
+            OPTIONAL_PACKAGE,
+            Parameter(
+                "status",
+                "choice",
+                "Only purchases of this status (case-insensitive).",
+                choices=("completed", "refunded", "chargeback"),
+            ),
+            LIMIT,
+            CURSOR,
+        ),
+        (Variant(same(m.Sales)),),
+        errors=_OWN_PACKAGE_ERRORS,
+        invalid="start, end, package, status, limit or cursor",
+        etag=True,
+    ),
+)
+
+BY_NAME: Mapping[str, Operation] = {operation.name: operation for operation in OPERATIONS}
+BY_PATH: Mapping[str, Operation] = {operation.path: operation for operation in OPERATIONS}
+
+
+H = TypeVar("H")
+
+
+def routes(handlers: Mapping[str, H]) -> dict[str, H]:
+    """Each served operation's path to its handler (``handlers`` names operations of the table)."""
+    unknown = set(handlers) - set(BY_NAME)
+    if unknown:
+        raise LookupError(f"handlers of operations not in the table: {sorted(unknown)}")
+    return {BY_NAME[name].path: handler for name, handler in handlers.items()}
