@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+# openapi-python-client, locked apart (its pins clash with ours): tests/functional/test_generated_client.py
+GENERATOR := tools/openapi-client
+GENERATOR_STAMP := $(GENERATOR)/.venv/.installed
 # uv installs the exact, hashed set recorded in uv.lock (`make lock` updates it from pyproject.toml).
 UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
@@ -22,16 +25,21 @@ $(STAMP): pyproject.toml uv.lock | $(BIN)/uv
 	$(UV_SYNC) --extra dev
 	touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install pkgcat with its development tools, as locked
+$(GENERATOR_STAMP): $(GENERATOR)/pyproject.toml $(GENERATOR)/uv.lock | $(BIN)/uv
+	cd $(GENERATOR) && ../../$(UV_SYNC)
+	touch $(GENERATOR_STAMP)
+
+setup: $(STAMP) $(GENERATOR_STAMP) ## create .venv and install pkgcat with its development tools, as locked
 
 lock: | $(BIN)/uv ## after editing pyproject.toml's dependencies: re-resolve uv.lock
 	$(BIN)/uv lock
+	cd $(GENERATOR) && ../../$(BIN)/uv lock
 
 run: $(STAMP) ## seed the demo into ./pkgcat.db (once) and serve on http://127.0.0.1:8000
 	$(BIN)/pkgcat demo --reuse
 	$(BIN)/pkgcat serve
 
-test: $(STAMP) ## run the whole test suite
+test: $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite
 	$(BIN)/pytest
 
 lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict
