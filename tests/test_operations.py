@@ -1,0 +1,77 @@
+"""The typed client, the CLI and docs/api.md agree with the operation table.
+
+Each *served* operation of :mod:`pkgcat.http.operations` has a method of the same
+parameters in both clients and a ``pkgcat client`` command with an option or
+argument per parameter; docs/api.md's parameter table of each lists the same
+parameters, with the table's defaults and bounds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+
+from pkgcat.cli import command_tree
+from pkgcat.client import AsyncClient, Client
+from pkgcat.http.openapi import served
+from pkgcat.http.operations import Operation, Parameter
+from tests.test_docs import DOCS, read, sections, table_rows
+
+SERVED = served()
+IDS = [o.name for o in SERVED]
+
+
+def _python_name(parameter: Parameter) -> str:
+    """How the clients name a parameter: the package is ``package_id`` (``package`` is a method)."""
+    return "package_id" if parameter.name == "package" else parameter.name
+
+
+@pytest.mark.parametrize("operation", SERVED, ids=IDS)
+@pytest.mark.parametrize("client", [Client, AsyncClient])
+def test_every_served_operation_has_a_client_method_with_its_parameters(
+    operation: Operation, client: type[object]
+) -> None:
+    method = getattr(client, operation.client_name, None)
+    assert method is not None, f"{client.__name__} has no method {operation.client_name}"
+    names = [n for n in inspect.signature(method).parameters if n != "self"]
+    assert names == [_python_name(p) for p in operation.served_parameters()]
+
+
+@pytest.mark.parametrize("operation", SERVED, ids=IDS)
+def test_every_served_operation_has_a_cli_command_with_its_parameters(
+    operation: Operation,
+) -> None:
+    commands = command_tree().commands["client"].commands
+    command = commands.get(operation.client_name)
+    assert command is not None, f"no `pkgcat client {operation.client_name}`"
+    given = {p.name for p in command.params}
+    assert {_python_name(p) for p in operation.served_parameters()} <= given
+
+
+def _documented(operation: Operation) -> dict[str, dict[str, str]]:
+    """The rows of the operation's parameter table in docs/api.md: parameter to column to cell."""
+    (body,) = (
+        body
+        for heading, body in sections(read(DOCS / "api.md")).items()
+        if f"`GET {operation.path}`" in heading
+    )
+    table = re.search(r"^\| Parameter .*?(?:\n\n|\Z)", body, flags=re.MULTILINE | re.DOTALL)
+    assert table is not None, f"docs/api.md has no parameter table for {operation.path}"
+    header, *cells = table_rows(table.group(0))
+    return {row[0].strip("`"): dict(zip(header, row, strict=True)) for row in cells}
+
+
+@pytest.mark.parametrize("operation", SERVED, ids=IDS)
+def test_docs_parameter_tables_match_the_table(operation: Operation) -> None:
+    rows = _documented(operation)
+    assert set(rows) - {"secret_key"} == {p.name for p in operation.served_parameters()}
+    for parameter in operation.served_parameters():
+        row = rows[parameter.name]
+        assert row["Required"].startswith("yes" if parameter.required else "no"), parameter.name
+        if parameter.default is not None:
+            assert row["Default"] == str(parameter.default), parameter.name
+        if parameter.minimum is not None and parameter.maximum is not None:
+            bounds = f"{parameter.minimum} to {parameter.maximum}"
+            assert row["Bounds"].startswith(bounds), (parameter.name, row["Bounds"])
