@@ -13,7 +13,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 from pydantic.config import JsonDict
-from typing_extensions import TypedDict  # pydantic reads only this one before Python 3.12
+
+# pydantic (which requires typing_extensions) reads only its TypedDict before Python 3.12.
+from typing_extensions import TypedDict
 
 ISO_DATETIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$"
 ISO_MIDNIGHT = r"^\d{4}-\d{2}-\d{2}T00:00:00[+-]\d{2}:\d{2}$"
