@@ -12,11 +12,13 @@ import inspect
 import re
 
 import pytest
+from openapi_spec_validator import validate
 
 from pkgcat.cli import command_tree
 from pkgcat.client import AsyncClient, Client
-from pkgcat.http.openapi import served
-from pkgcat.http.operations import Operation, Parameter
+from pkgcat.errors import InvalidArgument
+from pkgcat.http.openapi import openapi_document, served
+from pkgcat.http.operations import BY_NAME, LIMIT, OPERATIONS, Operation, Parameter
 from tests.test_docs import DOCS, read, sections, table_rows
 
 SERVED = served()
@@ -75,3 +77,43 @@ def test_docs_parameter_tables_match_the_table(operation: Operation) -> None:
         if parameter.minimum is not None and parameter.maximum is not None:
             bounds = f"{parameter.minimum} to {parameter.maximum}"
             assert row["Bounds"].startswith(bounds), (parameter.name, row["Bounds"])
+
+
+def test_the_declared_operations_make_a_valid_document_of_their_own() -> None:
+    """Every operation, parameter and model of the table, served or not, as one document."""
+    document = openapi_document(every=True)
+    validate(document)
+    assert set(document["paths"]) == {o.path for o in OPERATIONS}
+    assert {o.path for o in SERVED} == set(openapi_document()["paths"])
+    assert set(openapi_document()["paths"]) < set(document["paths"]), "some are not served yet"
+    usage = document["paths"]["/1.0/application/usage.json"]["get"]
+    assert {p["name"] for p in usage["parameters"]} == {"days", "start", "end", "by"}
+    schemas = document["components"]["schemas"]
+    assert {"Sales", "SalesTotal", "Ownership", "SourcePackagesA", "BuyersCursorPage"} <= set(
+        schemas
+    )
+    assert schemas["SourcePackageA"]["properties"]["updated"]["format"] == "date-time"
+    assert "format" not in schemas["SourcePackageB"]["properties"]["updated"]
+
+
+def test_a_page_size_is_clamped_and_flags_days_and_choices_are_checked() -> None:
+    assert LIMIT.page_size({}) == 25
+    assert LIMIT.page_size({"limit": "1000"}) == 100
+    sales = BY_NAME["source/sales"]
+    assert sales.parameter("status").choice({"status": "Refunded"}) == "refunded"
+    assert sales.parameter("start").day({"start": "2026-02-28"}) is not None
+    for parameter, value in (
+        (LIMIT, "0"),
+        (sales.parameter("status"), "paid"),
+        (sales.parameter("start"), "2026-2-28"),
+        (BY_NAME["source/packages"].parameter("paid"), "yes"),
+    ):
+        read = {
+            "integer": parameter.page_size,
+            "choice": parameter.choice,
+            "day": parameter.day,
+            "flag": parameter.flag,
+        }[parameter.kind]
+        with pytest.raises(InvalidArgument) as refused:
+            read({parameter.name: value})
+        assert refused.value.parameter == parameter.name

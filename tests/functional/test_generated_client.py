@@ -51,15 +51,11 @@ json.dump(results, sys.stdout)
 """
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The generated package's parent directory; generation must print no warning."""
+def generate(document: dict[str, Any], where: Path) -> Path:
+    """Generate a client package ``where/generated``; the generator must print no warning."""
     assert (GENERATOR / "openapi-python-client").exists(), "run `make setup` first"
-    where = tmp_path_factory.mktemp("generated")
-    (where / "openapi.json").write_text(json.dumps(openapi_document()))
-    (where / "config.json").write_text(
-        json.dumps({"post_hooks": [], "package_name_override": "generated"})
-    )
+    (where / "openapi.json").write_text(json.dumps(document))
+    (where / "config.json").write_text(json.dumps({"post_hooks": []}))
     run = subprocess.run(
         [
             str(GENERATOR / "openapi-python-client"),
@@ -82,6 +78,17 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "warning" not in output.lower(), output
     assert "error" not in output.lower(), output
     return where
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The served document's generated client (the directory that holds ``generated``)."""
+    return generate(openapi_document(), tmp_path_factory.mktemp("generated"))
+
+
+def test_the_operations_declared_but_not_served_generate_cleanly_too(tmp_path: Path) -> None:
+    where = generate(openapi_document(every=True), tmp_path)
+    assert (where / "generated" / "api" / "source" / "source_sales.py").exists()
 
 
 def _model_name(operation: Operation, shape: Shape) -> str:
