@@ -3,7 +3,7 @@
 openapi-python-client (installed by ``make setup`` in an environment of its own,
 tools/openapi-client) generates a client from :func:`openapi_document` without a
 single warning; that client then calls every served operation of the table, and
-its error cases, against a running ``pkgcat serve``, and its parsed answers are
+its error cases (401, 400, 404, 403, 429), against a running ``pkgcat serve``; its parsed answers are
 checked here. The generated code runs in the generator's environment (it has
 httpx and attrs), driven by a plan of calls on its standard input.
 """
@@ -15,15 +15,18 @@ import subprocess
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
+import httpx
 import pytest
 
 from pkgcat.domain import SHAPES, Shape
 from pkgcat.http.openapi import openapi_document, served
 from pkgcat.http.operations import Operation
-from tests.servers import demo_server
+from tests.servers import environment, seed, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "tools" / "openapi-client" / ".venv" / "bin"
+LIMIT = 50
+"""Requests per hour of each application on the test's server: more than the plan makes."""
 
 # Runs in the generator's environment: each call of the plan, its status and parsed body.
 CALLER = """
@@ -111,7 +114,8 @@ def _call(operation: Operation, key: str, **arguments: Any) -> dict[str, Any]:
 
 def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_path: Path) -> None:
     operations = served()
-    with demo_server(tmp_path, args=()) as server:
+    env = environment(f"sqlite:///{tmp_path / 'served.db'}", rate_limit=f"{LIMIT}/hour")
+    with serving(env, tmp_path / "server.log", apps=seed(env)) as server:
         shaped = {shape: next(a for a in server.apps if a["shape"] == shape) for shape in SHAPES}
         mine = shaped["A"]
         theirs = next(a for a in server.apps if a["source"] != mine["source"])
@@ -145,6 +149,13 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
                 expect(operation, 404, 8, mine["secret_key"], "", package="no.such.package")
             if any(e.code == 12 for e in operation.errors):
                 expect(operation, 403, 12, mine["secret_key"], "", package=theirs["paid_package"])
+        # The third application (another source) spends its limit; the client then sees a 429.
+        spent = theirs["secret_key"]
+        with httpx.Client(base_url=server.base) as http:
+            for _ in range(LIMIT):
+                answer = http.get(operations[0].path, params={"secret_key": spent})
+                assert answer.status_code == 200
+        expect(operations[0], 429, 13, spent, "")
         plan = {"base": server.base, "calls": calls}
         run = subprocess.run(
             [str(GENERATOR / "python"), "-c", CALLER, str(generated)],
