@@ -2,9 +2,9 @@
 
 openapi-python-client (installed by ``make setup`` in an environment of its own,
 tools/openapi-client) generates a client from :func:`openapi_document` without a
-single warning; that client then calls every served operation of the table, and
-its error cases (401, 400, 404, 403, 429), against a running ``pkgcat serve``; its parsed answers are
-checked here. The generated code runs in the generator's environment (it has
+single warning; that client then calls every served operation of the table in
+both shapes, and its error cases (401, 400, 404, 403, 429), against a running
+``pkgcat serve``; its parsed answers are checked here. The generated code runs in the generator's environment (it has
 httpx and attrs), driven by a plan of calls on its standard input.
 """
 
