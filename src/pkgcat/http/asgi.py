@@ -1,4 +1,4 @@
-"""The ASGI application: the three API operations on a lean path, the rest on Starlette.
+"""The ASGI application: the API operations on a lean path, the rest on Starlette.
 
 The API paths are answered here directly, without a framework's routing and
 middleware: the benchmark goal for a details request (key check, rate limit,
@@ -201,7 +201,7 @@ class ApiApp:
         if scope["type"] != "http":
             await self.site(scope, receive, send)
             return
-        # One pass over the headers for the two this app reads.
+        # One pass over the headers for the three this app reads.
         authorization = given_id = if_none_match = None
         for name, value in scope["headers"]:
             if name == b"authorization":
