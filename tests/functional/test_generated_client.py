@@ -103,6 +103,14 @@ def _model_name(operation: Operation, shape: Shape) -> str:
     return name
 
 
+def _arguments(operation: Operation, app: dict[str, Any]) -> dict[str, str]:
+    """The table's example arguments, with this application's own paid package."""
+    return {
+        name: app["paid_package"] if name == "package" else value
+        for name, value in operation.example.items()
+    }
+
+
 def _call(operation: Operation, key: str, **arguments: Any) -> dict[str, Any]:
     return {
         "tag": operation.tag,
@@ -130,10 +138,10 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
 
         for operation in operations:
             for shape, app in shaped.items():
-                valid = dict.fromkeys(operation.example, app["paid_package"])
+                valid = _arguments(operation, app)
                 model = _model_name(operation, shape)
                 expect(operation, 200, 0, app["secret_key"], model, **valid)
-            valid = dict.fromkeys(operation.example, mine["paid_package"])
+            valid = _arguments(operation, mine)
             expect(operation, 401, 5, "pkc_not-a-key", "", **valid)
             required = [p for p in operation.served_parameters() if p.required]
             integers = [p for p in operation.served_parameters() if p.kind == "integer"]
