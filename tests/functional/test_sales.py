@@ -248,18 +248,18 @@ def test_day_boundaries_follow_the_zone_across_a_dst_change(
 ) -> None:
     """Europe/Paris moves to summer time on 2024-03-31: that day lasts 23 hours."""
 
-    def at(*args: int) -> datetime:
-        return datetime(*args, tzinfo=UTC)
+    def at(month: int, day: int, hour: int, minute: int = 0, second: int = 0) -> datetime:
+        return datetime(2024, month, day, hour, minute, second, tzinfo=UTC)
 
     admin.load(
         purchases=[
-            f.purchase(2, 5, at(2024, 3, 29, 22, 59, 59), txn_id="D-29-LAST"),
-            f.purchase(2, 5, at(2024, 3, 29, 23, 0, 0), txn_id="D-30-FIRST"),
-            f.purchase(2, 5, at(2024, 3, 30, 22, 59, 59), txn_id="D-30-LAST"),
-            f.purchase(2, 5, at(2024, 3, 30, 23, 0, 0), txn_id="D-31-FIRST"),
-            f.purchase(2, 5, at(2024, 3, 31, 1, 0, 0), txn_id="D-31-SUMMER"),
-            f.purchase(2, 5, at(2024, 3, 31, 21, 59, 59), txn_id="D-31-LAST"),
-            f.purchase(2, 5, at(2024, 3, 31, 22, 0, 0), txn_id="D-APRIL"),
+            f.purchase(2, 5, at(3, 29, 22, 59, 59), txn_id="D-29-LAST"),
+            f.purchase(2, 5, at(3, 29, 23, 0, 0), txn_id="D-30-FIRST"),
+            f.purchase(2, 5, at(3, 30, 22, 59, 59), txn_id="D-30-LAST"),
+            f.purchase(2, 5, at(3, 30, 23, 0, 0), txn_id="D-31-FIRST"),
+            f.purchase(2, 5, at(3, 31, 1, 0, 0), txn_id="D-31-SUMMER"),
+            f.purchase(2, 5, at(3, 31, 21, 59, 59), txn_id="D-31-LAST"),
+            f.purchase(2, 5, at(3, 31, 22, 0, 0), txn_id="D-APRIL"),
         ]
     )
     day30 = ledger(api, "beta-paris", start="2024-03-30", end="2024-03-30")
