@@ -7,13 +7,27 @@ rate limit and the durable count), then through one operation. Each method raise
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from pkgcat import keys
-from pkgcat.domain import BuyersPage, Caller, KeyRecord, Package, RateDecision, Shape, UsageDay
+from pkgcat.cursors import Cursors, key_position, text_position
+from pkgcat.domain import (
+    BuyersPage,
+    BuyersWalk,
+    Caller,
+    Check,
+    KeyRecord,
+    Package,
+    PackagesPage,
+    RateDecision,
+    SalesPage,
+    Shape,
+    UsageDay,
+)
 from pkgcat.errors import (
     InvalidArgument,
     PackageNotFound,
@@ -26,6 +40,11 @@ from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
 Clock = Callable[[], datetime]
 
 DAYS_DEFAULT, DAYS_MAX = 30, 365
+RANGE_MAX = 365
+"""The most days a ``start``/``end`` range may hold, both ends included."""
+USAGE_BY = ("operation",)
+"""What ``by`` may split usage entries by."""
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 SETTLE_AFTER = 300.0
 """Seconds after midnight by which every count of the day before has been committed.
 
@@ -39,6 +58,14 @@ BLANK = " \t\n\r\x0b\x0c"
 
 The OpenAPI document states the same set (a package must hold another character)."""
 _REVOKED = "secret_key: unknown or revoked secret key"
+SALES_DAYS_DEFAULT = 30
+"""Days a sales ledger covers when ``start`` is not given (``end`` included)."""
+STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Chargeback"}
+"""Purchase statuses as a request spells them (any case) and as they are stored."""
+CURSOR_KEY = "cursor_key"
+"""The name of the per-database secret that signs cursors (migration 0005)."""
+UNNAMED = "-"
+"""The operation a request is counted under when its caller names none."""
 
 
 def utc_now() -> datetime:
@@ -65,6 +92,38 @@ def buyers_window(limit: int, page: int) -> tuple[int, int]:
     if page < 1:
         raise InvalidArgument("page", f"must be at least 1, got {page}")
     return min(limit, LIMIT_MAX), page
+
+
+def day_parameter(name: str, raw: str) -> date:
+    """A ``YYYY-MM-DD`` parameter; code 2 naming it otherwise."""
+    try:
+        if _ISO_DAY.fullmatch(raw):
+            return date.fromisoformat(raw)
+    except ValueError:
+        pass
+    raise InvalidArgument(name, f"must be a date as YYYY-MM-DD, got {raw!r}")
+
+
+def day_range(
+    today: date, start: str | None, end: str | None, *, default_days: int, max_days: int
+) -> tuple[date, date]:
+    """The days from ``start`` to ``end`` inclusive, as given (``YYYY-MM-DD`` in the caller's zone).
+
+    ``end`` defaults to ``today``, ``start`` to ``default_days`` days before
+    ``end``. Code 2 naming the parameter when ``end`` is after ``today``,
+    ``start`` after ``end``, or the range holds more than ``max_days`` days.
+    """
+    last = today if end is None else day_parameter("end", end)
+    if last > today:
+        raise InvalidArgument("end", f"must not be after today ({today.isoformat()})")
+    first = last - timedelta(days=default_days) if start is None else day_parameter("start", start)
+    if first > last:
+        raise InvalidArgument("start", f"must not be after end ({last.isoformat()})")
+    if (last - first).days + 1 > max_days:
+        raise InvalidArgument(
+            "start", f"the range may hold at most {max_days} days, got {(last - first).days + 1}"
+        )
+    return first, last
 
 
 def _today(now: datetime, timezone: str) -> date:
@@ -106,9 +165,12 @@ class CatalogueService:
         self._default_shape = default_shape
         self._default_timezone = default_timezone
         self._clock = clock
+        self._cursors: Cursors | None = None
 
-    async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
-        """Authenticate a request, spend one request of its limit and count it.
+    async def admit(
+        self, secret_key: str | None, operation: str = UNNAMED
+    ) -> tuple[Caller, RateDecision]:
+        """Authenticate a request, spend one request of its limit and count it under ``operation``.
 
         Raises :class:`Unauthenticated` or :class:`RateLimited`; the count is
         durable when this returns. The key is checked against what this
@@ -126,7 +188,11 @@ class CatalogueService:
                 await self._key(caller.key.key_hash)
             raise RateLimited(decision, caller.application.id)
         counted = await self._counter.record(
-            caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
+            caller.application.id,
+            caller.today,
+            caller.key.id,
+            int(caller.now.timestamp()),
+            operation,
         )
         if counted.requests == 0:  # the key or its application had gone at the commit
             raise Unauthenticated(_REVOKED)
@@ -188,6 +254,17 @@ class CatalogueService:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         return _days_until(caller.today, days)
 
+    def usage_range(self, caller: Caller, start: str | None, end: str | None) -> tuple[date, ...]:
+        """The days a usage report from ``start`` to ``end`` covers, oldest first.
+
+        Either may be left out: ``end`` is then today, ``start`` the day that
+        makes the report as long as the default ``days`` one.
+        """
+        first, last = day_range(
+            caller.today, start, end, default_days=DAYS_DEFAULT, max_days=RANGE_MAX
+        )
+        return _days_until(last, (last - first).days)
+
     def live_days(self, caller: Caller) -> int:
         """How many of a report's last days can still gain requests: 1 (today) or 2.
 
@@ -211,6 +288,14 @@ class CatalogueService:
         counts = await self._counter.usage(caller.application.id, calendar[0], calendar[-1])
         return [UsageDay(day, counts.get(day, 0)) for day in calendar]
 
+    async def usage_operations_on(
+        self, caller: Caller, calendar: Sequence[date]
+    ) -> dict[date, dict[str, int]]:
+        """Requests on each of ``calendar``'s days by operation (days and operations with none absent)."""
+        if not calendar:
+            return {}
+        return await self._counter.operations(caller.application.id, calendar[0], calendar[-1])
+
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""
         package_id = package_identifier(package_id)
@@ -230,16 +315,204 @@ class CatalogueService:
         a page past the end is empty and still carries the true total.
         """
         limit, page = buyers_window(limit, page)
-        package = await self.package_details(caller, package_id)
-        if package.source.id != caller.application.source_id:
-            raise PermissionDenied(
-                f"package: {package_id!r} belongs to another source; "
-                "only its own source may read its buyers"
-            )
-        if package.is_free:
-            raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
+        package = await self._paid_own_package(caller, package_id)
         start = (page - 1) * limit
         found = await self._catalogue.buyers(package.id, package.source.id, limit, start)
         return BuyersPage(
             start=start, limit=limit, total=found.total, page=page, buyers=tuple(found.purchases)
         )
+
+    async def _own_package(self, caller: Caller, package_id: str, what: str) -> Package:
+        """One of the caller's own packages: code 8 when unknown (or offline elsewhere), else 12."""
+        package = await self.package_details(caller, package_id)
+        if package.source.id != caller.application.source_id:
+            raise PermissionDenied(
+                f"package: {package_id!r} belongs to another source; "
+                f"only its own source may read {what}"
+            )
+        return package
+
+    async def _paid_own_package(self, caller: Caller, package_id: str) -> Package:
+        package = await self._own_package(caller, package_id, "its buyers")
+        if package.is_free:
+            raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
+        return package
+
+    async def cursors(self) -> Cursors:
+        """The cursors of this database, keyed once with its ``cursor_key`` secret."""
+        if self._cursors is None:
+            value = await self._catalogue.secret(CURSOR_KEY)
+            if value is None:
+                raise RuntimeError("no cursor key in the database: run `pkgcat database upgrade`")
+            self._cursors = Cursors.from_hex(value)
+        return self._cursors
+
+    async def buyers_walk(
+        self, caller: Caller, package_id: str, limit: int, cursor: str
+    ) -> BuyersWalk:
+        """Buyers in cursor mode: right after the position ``cursor`` holds ("" starts anew).
+
+        Keyset positions: buyers that arrive during a walk never shift it.
+        """
+        limit, _ = buyers_window(limit, 1)
+        package_id = package_identifier(package_id)
+        cursors = await self.cursors()
+        filters = (("package", package_id),)
+        source_id = caller.application.source_id
+        after = (
+            key_position(cursors.read(cursor, "package/buyers", source_id, filters))
+            if cursor
+            else None
+        )
+        package = await self._paid_own_package(caller, package_id)
+        found = await self._catalogue.buyers_after(package.id, source_id, limit + 1, after)
+        more = len(found.purchases) > limit
+        buyers = tuple(found.purchases[:limit])
+        following = None
+        if more:
+            last = buyers[-1]
+            position = (int(last.purchased_at.timestamp()), last.txn_id)
+            following = cursors.make("package/buyers", source_id, filters, position)
+        return BuyersWalk(limit, found.total, buyers, following)
+
+    async def source_packages(
+        self,
+        caller: Caller,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+        limit: int = LIMIT_DEFAULT,
+        cursor: str | None = None,
+    ) -> PackagesPage:
+        """The caller's own source's packages (online or not) by identifier, one page."""
+        limit, _ = buyers_window(limit, 1)
+        cursors = await self.cursors()
+        filters = (("paid", _flag(paid)), ("online", _flag(online)))
+        source_id = caller.application.source_id
+        after = (
+            text_position(cursors.read(cursor, "source/packages", source_id, filters))
+            if cursor
+            else None
+        )
+        found = await self._catalogue.source_packages(
+            source_id, limit + 1, after, paid=paid, online=online
+        )
+        packages = tuple(found[:limit])
+        following = None
+        if len(found) > limit:
+            position = (packages[-1].package,)
+            following = cursors.make("source/packages", source_id, filters, position)
+        return PackagesPage(packages, limit, following)
+
+    async def check(
+        self,
+        caller: Caller,
+        package_id: str,
+        *,
+        nickname: str | None = None,
+        account: str | None = None,
+        udid: str | None = None,
+        model: str | None = None,
+    ) -> Check:
+        """Whether a buyer, known by one of nickname, account or device, owns a package.
+
+        Owned: a completed purchase of the package or of its whole source;
+        refunds and chargebacks never count; the earliest such purchase answers.
+        """
+        given = {
+            name: value
+            for name, value in (("nickname", nickname), ("account", account), ("udid", udid))
+            if value is not None
+        }
+        if len(given) != 1:
+            names = list(given)
+            # None given: the first is missing; several: the second is one too many.
+            raise InvalidArgument(
+                names[1] if names else "nickname",
+                "give exactly one of nickname, account and udid"
+                + (f" (got {' and '.join(names)})" if names else ""),
+            )
+        ((by, value),) = given.items()
+        if not value.strip(BLANK):
+            raise InvalidArgument(by, "empty; give a value")
+        if model is not None and by != "udid":
+            raise InvalidArgument("model", "only together with udid")
+        if model is not None and not model.strip(BLANK):
+            raise InvalidArgument("model", "empty; give a device model or leave it out")
+        package_id = package_identifier(package_id)
+        package = await self._own_package(caller, package_id, "who owns it")
+        owned = await self._catalogue.ownership(
+            caller.application.source_id, package.id, by, value, model
+        )
+        return Check(package.package, owned)
+
+    async def sales(
+        self,
+        caller: Caller,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        limit: int = LIMIT_DEFAULT,
+        cursor: str | None = None,
+    ) -> SalesPage:
+        """One page of the sales ledger, newest first, with totals over the whole ledger.
+
+        Days are the caller's zone's: from midnight of ``start`` to midnight after
+        ``end`` (zoneinfo gives the instants, so a day of a DST change is 23 or 25 hours).
+        """
+        limit, _ = buyers_window(limit, 1)
+        first_day, last_day = day_range(
+            caller.today, start, end, default_days=SALES_DAYS_DEFAULT - 1, max_days=RANGE_MAX
+        )
+        stored_status = None
+        if status is not None:
+            stored_status = STATUSES.get(status.lower())
+            if stored_status is None:
+                raise InvalidArgument(
+                    "status", f"must be completed, refunded or chargeback, got {status!r}"
+                )
+        package_row_id = None
+        if package_id is not None:
+            package_id = package_identifier(package_id)
+        cursors = await self.cursors()
+        source_id = caller.application.source_id
+        filters = (
+            ("start", first_day.isoformat()),
+            ("end", last_day.isoformat()),
+            ("package", package_id),
+            ("status", stored_status),
+        )
+        after = (
+            key_position(cursors.read(cursor, "source/sales", source_id, filters))
+            if cursor
+            else None
+        )
+        if package_id is not None:
+            package_row_id = (await self._own_package(caller, package_id, "its sales")).id
+        first = int(_midnight(first_day, caller.timezone))
+        stop = int(_midnight(last_day + timedelta(days=1), caller.timezone))
+        found = await self._catalogue.sales(
+            source_id,
+            first,
+            stop,
+            limit + 1,
+            after,
+            package_row_id=package_row_id,
+            status=stored_status,
+        )
+        totals = await self._catalogue.sales_totals(
+            source_id, first, stop, package_row_id=package_row_id, status=stored_status
+        )
+        sales = tuple(found[:limit])
+        following = None
+        if len(found) > limit:
+            last = sales[-1].purchase
+            position = (int(last.purchased_at.timestamp()), last.txn_id)
+            following = cursors.make("source/sales", source_id, filters, position)
+        return SalesPage(first_day, last_day, sales, tuple(totals), limit, following)
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)

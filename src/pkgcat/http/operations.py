@@ -42,7 +42,7 @@ _MAX_DIGITS = 12
 INTEGER_MAX = 10**_MAX_DIGITS - 1
 """The largest integer a parameter may hold (twelve digits): the OpenAPI document's ``maximum``."""
 
-PENDING: set[str] = {"usage-range", "usage-by", "buyers-cursor"}
+PENDING: set[str] = set()
 """Capabilities declared in the table but not served yet: remove a name once it is."""
 
 
