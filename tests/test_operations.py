@@ -85,7 +85,6 @@ def test_the_declared_operations_make_a_valid_document_of_their_own() -> None:
     validate(document)
     assert set(document["paths"]) == {o.path for o in OPERATIONS}
     assert {o.path for o in SERVED} == set(openapi_document()["paths"])
-    assert set(openapi_document()["paths"]) < set(document["paths"]), "some are not served yet"
     usage = document["paths"]["/1.0/application/usage.json"]["get"]
     assert {p["name"] for p in usage["parameters"]} == {"days", "start", "end", "by"}
     schemas = document["components"]["schemas"]

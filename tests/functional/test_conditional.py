@@ -18,6 +18,8 @@ from tests.conftest import Api, AppFactory
 USAGE = "/1.0/application/usage.json"
 ARGUMENTS = {"package": "com.alpha.paid"}  # a paid package of alpha's source (tests/conftest.py)
 TAGGED = [o.path for o in served() if o.etag]
+BUYER = {"/1.0/package/check.json": {"nickname": "ada"}}
+"""What else an operation needs to answer 200 (a check asks about one buyer)."""
 
 
 def conditional(api: Api, path: str, key: str, tag: str, **params: str) -> httpx.Response:
@@ -40,19 +42,20 @@ def test_a_current_tag_is_answered_304_without_a_body(
     api: Api, path: str, application: str
 ) -> None:
     key = api.keys[application]
-    first = api.get(path, key, **ARGUMENTS)
+    arguments = {**ARGUMENTS, **BUYER.get(path, {})}
+    first = api.get(path, key, **arguments)
     assert first.status_code == 200
     tag = first.headers["etag"]
     assert re.fullmatch(r'"[0-9a-f]{32}"', tag)
     assert tag == '"' + hashlib.blake2b(first.content, digest_size=16).hexdigest() + '"'
-    assert api.get(path, key, **ARGUMENTS).headers["etag"] == tag  # stable
+    assert api.get(path, key, **arguments).headers["etag"] == tag  # stable
     for given in (tag, f'"other", {tag}', f"W/{tag}", "*"):
-        again = conditional(api, path, key, given, **ARGUMENTS)
+        again = conditional(api, path, key, given, **arguments)
         assert again.status_code == 304, given
         assert again.content == b""
         assert again.headers["etag"] == tag
         assert {"ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"} <= set(again.headers)
-    stale = conditional(api, path, key, '"' + "0" * 32 + '"', **ARGUMENTS)
+    stale = conditional(api, path, key, '"' + "0" * 32 + '"', **arguments)
     assert stale.status_code == 200
     assert stale.content == first.content
 

@@ -20,12 +20,14 @@ import pytest
 
 from pkgcat.domain import SHAPES, Shape
 from pkgcat.http.openapi import openapi_document, served
-from pkgcat.http.operations import Operation
+from pkgcat.http.operations import BY_NAME, Operation
 from tests.servers import environment, seed, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "tools" / "openapi-client" / ".venv" / "bin"
 LIMIT = 50
+DATES_ONLY = {"source/packages"}
+"""Operations whose shapes differ only in how their dates are written."""
 """Requests per hour of each application on the test's server: more than the plan makes."""
 
 # Runs in the generator's environment: each call of the plan, its status and parsed body.
@@ -154,9 +156,23 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
                 assert low.minimum is not None
                 expect(operation, 400, 2, mine["secret_key"], "", **{low.name: low.minimum - 1})
             if any(e.code == 8 for e in operation.errors):
-                expect(operation, 404, 8, mine["secret_key"], "", package="no.such.package")
+                expect(
+                    operation,
+                    404,
+                    8,
+                    mine["secret_key"],
+                    "",
+                    **{**valid, "package": "no.such.package"},
+                )
             if any(e.code == 12 for e in operation.errors):
-                expect(operation, 403, 12, mine["secret_key"], "", package=theirs["paid_package"])
+                expect(
+                    operation,
+                    403,
+                    12,
+                    mine["secret_key"],
+                    "",
+                    **{**valid, "package": theirs["paid_package"]},
+                )
         # The third application (another source) spends its limit; the client then sees a 429.
         spent = theirs["secret_key"]
         with httpx.Client(base_url=server.base) as http:
@@ -183,7 +199,15 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
         if status == 200:
             assert result["model"].endswith("Response200"), result["model"]
             assert body["response"], name
-            assert result["inner"] == model, (name, result["inner"], model)  # each shape its own
+            # Each shape its own model, except where the shapes differ only in how a date is
+            # written: shape B's "2026-11-01 12:00:00" is a date-time to the generated client
+            # too (it parses it as a naive one), so it reads either shape as the first model.
+            first = _model_name(BY_NAME[name], "A")
+            assert result["inner"] in ({model, first} if name in DATES_ONLY else {model}), (
+                name,
+                result["inner"],
+                model,
+            )
             if any(o.name == name and o.etag for o in operations):
                 assert result["headers"]["etag"].startswith('"')
         else:

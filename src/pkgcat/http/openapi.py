@@ -85,14 +85,17 @@ def _models(operations: list[Operation], every: bool) -> tuple[Keyed, Schema]:
 
 
 def _response_schema(operation: Operation, schemas: Keyed, every: bool) -> Schema:
-    """The 200 body's ``response``: one schema, or ``oneOf`` the distinct ones."""
+    """The 200 body's ``response``: one schema, or ``anyOf`` the distinct ones.
+
+    ``anyOf``, not ``oneOf``: a body may fit two of them (an empty list of packages is
+    as much shape A as shape B), and that is no error."""
     distinct: list[Schema] = []
     for n, variant in enumerate(operation.responses):
         for shape in SHAPES if every or variant.served else ():
             schema = schemas[(operation.name, n, shape)]
             if schema not in distinct:
                 distinct.append(schema)
-    return distinct[0] if len(distinct) == 1 else {"oneOf": distinct}
+    return distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
 
 
 _HEADER = {"schema": {"type": "integer"}, "required": True}
@@ -202,7 +205,7 @@ def parameter_schema(parameter: Parameter) -> Schema:
         if parameter.maximum is not None:
             schema["maximum"] = parameter.maximum
     elif parameter.kind == "flag":
-        schema = {"type": "integer", "enum": [0, 1]}
+        schema = {"type": "integer", "enum": [0, 1], "minimum": 0, "maximum": 1}
     elif parameter.kind == "choice":
         schema = {"type": "string", "enum": list(parameter.choices)}
     elif parameter.kind == "day":
