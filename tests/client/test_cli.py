@@ -331,7 +331,7 @@ def test_every_error_class_has_a_distinct_exit_code() -> None:
     [
         (None, ["usage"], "PKGCAT_SECRET_KEY is not set"),
         (KEY, ["usage", "--json", "--csv"], "choose one"),
-        (KEY, ["buyers", "p", "--all", "--page", "2"], "--page and --all"),
+        (KEY, ["buyers", "p", "--all", "--page", "2"], "--all and --page"),
         (KEY, ["usage", "--tz", "Mars/Olympus"], "--tz"),
         (KEY, ["usage", "--key-in", "cookie"], "--key-in"),
         (KEY, ["usage", "--base-url", "ftp://x"], "base_url"),
