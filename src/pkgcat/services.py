@@ -39,6 +39,8 @@ BLANK = " \t\n\r\x0b\x0c"
 
 The OpenAPI document states the same set (a package must hold another character)."""
 _REVOKED = "secret_key: unknown or revoked secret key"
+UNNAMED = "-"
+"""The operation a request is counted under when its caller names none."""
 
 
 def utc_now() -> datetime:
@@ -107,8 +109,10 @@ class CatalogueService:
         self._default_timezone = default_timezone
         self._clock = clock
 
-    async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
-        """Authenticate a request, spend one request of its limit and count it.
+    async def admit(
+        self, secret_key: str | None, operation: str = UNNAMED
+    ) -> tuple[Caller, RateDecision]:
+        """Authenticate a request, spend one request of its limit and count it under ``operation``.
 
         Raises :class:`Unauthenticated` or :class:`RateLimited`; the count is
         durable when this returns. The key is checked against what this
@@ -126,7 +130,11 @@ class CatalogueService:
                 await self._key(caller.key.key_hash)
             raise RateLimited(decision, caller.application.id)
         counted = await self._counter.record(
-            caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
+            caller.application.id,
+            caller.today,
+            caller.key.id,
+            int(caller.now.timestamp()),
+            operation,
         )
         if counted.requests == 0:  # the key or its application had gone at the commit
             raise Unauthenticated(_REVOKED)

@@ -126,6 +126,13 @@ async def buyers(
 
 
 VERSION = "1.0"
+
+
+def operation_name(path: str) -> str:
+    """A route's operation as usage counts it: ``/1.0/package/details.json`` is ``package/details``."""
+    return path[len(VERSION) + 2 : -len(".json")]
+
+
 ROUTES: dict[str, Handler] = {
     f"/{VERSION}/application/usage.json": usage,
     f"/{VERSION}/package/details.json": details,
