@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -177,7 +178,7 @@ def test_an_unreadable_field_of_the_new_operations_names_it(
     body = recorded(name)
     change(body["response"])
     client, _ = client_for(body)
-    call = {
+    call: Callable[[], object] = {
         "packages": lambda: client.packages(),
         "sales": lambda: client.sales(),
         "check": lambda: client.check("x", nickname="n"),
