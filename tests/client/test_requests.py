@@ -239,12 +239,15 @@ def test_the_async_client_maps_errors_and_key_in_query(waits: Waits) -> None:
 
 
 def pages(total: int, applied_max: int = 100) -> Any:
-    """A buyers endpoint over ``total`` numbered buyers, clamping the limit like our server."""
+    """A buyers endpoint before 1.1 over ``total`` numbered buyers, clamping the limit like ours.
+
+    It knows no cursors: it ignores ``cursor`` and answers page 1 when no page is asked for.
+    """
     template = recorded("buyers_a")["response"]["buyers"][0]
 
     def handle(request: httpx.Request) -> httpx.Response:
         limit = min(int(request.url.params["limit"]), applied_max)
-        page = int(request.url.params["page"])
+        page = int(request.url.params.get("page", "1"))
         start = (page - 1) * limit
         buyers = [template | {"txn_id": f"T{n}"} for n in range(start, min(start + limit, total))]
         return answer(

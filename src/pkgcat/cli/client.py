@@ -713,7 +713,8 @@ def buyers(
 ) -> None:
     """The buyers of a paid package of your source: one page, or --all of them."""
     output = _output(as_json, as_csv, output_format)
-    chosen = [o for o, on in (("--all", every), ("--page", page), ("--cursor", cursor)) if on]
+    given = (("--all", every), ("--page", page is not None), ("--cursor", cursor is not None))
+    chosen = [option for option, on in given if on]
     if len(chosen) > 1:
         _fail(f"{' and '.join(chosen)}: choose one way to page", EXIT_USAGE)
     rows: Sequence[Buyer]
