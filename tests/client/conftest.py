@@ -4,7 +4,10 @@
 (``havoc-dashboard`` in shape A, ``havoc-legacy`` in shape B, ``nebula-paris`` in
 shape A in Europe/Paris). They carry the spec's observed quirks as they come off
 the wire: the shape-B string usage, ``DD-MM-YYYY`` dates, http addresses, the
-missing A-only fields, numbers as strings.
+missing A-only fields, numbers as strings. The bodies of the API 1.1 operations
+(``packages_*``, ``check_*``, ``sales_a``, ``usage_operations_a``, ``buyers_cursor_a``)
+are written to the contract of docs/api.md, with values of the demo catalogue; the live
+tests hold the client to the server itself.
 """
 
 from __future__ import annotations
