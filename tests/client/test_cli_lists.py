@@ -223,3 +223,11 @@ def test_usage_errors_of_the_new_options(args: list[str]) -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith("error: ")
     assert double.requests == []
+
+
+def test_usage_by_operation_against_the_server_in_csv(run: Run, clock: Any) -> None:
+    day = clock.now.date().isoformat()
+    result = run("alpha-b", "usage", "--start", day, "--end", day, "--by", "operation", "--csv")
+    assert rows(result.stdout) == [
+        {"date": "2024-03-31T00:00:00+00:00", "usage": "1", "application/usage": "1"}
+    ]

@@ -161,3 +161,27 @@ def test_the_async_client_on_the_new_operations(make_api: AppFactory, clock: Clo
             return len(packages), owned.owned, len(sales)
 
     assert asyncio.run(run()) == (4, False, 4)
+
+
+@pytest.mark.parametrize("app", ["alpha-a", "alpha-b"])
+def test_usage_by_range_and_by_operation(connect: Connect, clock: Clock, app: str) -> None:
+    client = connect(app)
+    client.package("com.alpha.paid")
+    client.packages()
+    client.check("com.alpha.paid", nickname="nobody")
+    today = clock.now.date()
+    days = client.usage(start=today - timedelta(days=2), end=today, by="operation")
+    assert [d.day for d in days] == [today - timedelta(days=n) for n in (2, 1, 0)]
+    assert days[0].operations == {}
+    assert days[-1].operations == {
+        "package/details": 1,
+        "source/packages": 1,
+        "package/check": 1,
+        "application/usage": 1,
+    }
+    assert days[-1].usage == sum(days[-1].operations.values())
+    plain = client.usage(start=today, end=today)
+    assert [(d.day, d.operations) for d in plain] == [(today, None)]
+    with pytest.raises(InvalidArgumentError) as both:
+        client.usage(days=3, start=today)
+    assert both.value.parameter is not None
