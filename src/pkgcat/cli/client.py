@@ -367,9 +367,12 @@ def _usage_table(days: list[UsageDay], to_today: bool) -> Table:
         table.add_column(
             name, justify="right", no_wrap=True, min_width=widest([name] + [c[n] for c in counts])
         )
-    table.add_column("", no_wrap=True, min_width=widest(r[2] for r in rows))
+    # Split by operation, the table has a column per operation instead of the bars.
+    by_operation = any(d.operations is not None for d in days)
+    if not by_operation:
+        table.add_column("", no_wrap=True, min_width=widest(r[2] for r in rows))
     for (day, count, bar), split in zip(rows, counts, strict=True):
-        table.add_row(day, count, *split, Text(bar))
+        table.add_row(day, count, *split, *([] if by_operation else [Text(bar)]))
     total = sum(d.usage for d in days)
     table.caption = f"{len(days)} days, {total:,} requests"
     if to_today:
