@@ -72,7 +72,8 @@ def test_fields_and_json_types_in_shape_a(api: Api) -> None:
 
 def test_shape_b_differs_only_in_the_date(api: Api) -> None:
     a, b = body(api, "alpha-a")["packages"], body(api, "alpha-b")["packages"]
-    assert B_DATE.fullmatch(b[0]["updated"]) and ISO.fullmatch(a[0]["updated"])
+    assert B_DATE.fullmatch(b[0]["updated"])
+    assert ISO.fullmatch(a[0]["updated"])
     assert b[0]["updated"] == "2024-03-10 12:00:00"
     assert [{**p, "updated": None} for p in a] == [{**p, "updated": None} for p in b]
 
@@ -135,7 +136,8 @@ def test_a_cursor_walk_sees_every_package_once(api: Api, many: None) -> None:
         if cursor is None:
             break
     assert pages == 3
-    assert seen == sorted(seen) and len(seen) == len(set(seen)) == 124
+    assert seen == sorted(seen)
+    assert len(seen) == len(set(seen)) == 124
 
 
 def test_a_walk_is_stable_while_packages_arrive(
