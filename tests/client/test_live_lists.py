@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import httpx
 import pytest
+from sqlalchemy import insert
 
 from pkgcat.client import (
     AsyncClient,
@@ -16,7 +17,9 @@ from pkgcat.client import (
     PermissionDeniedError,
     Purchase,
 )
+from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.engine import write_transaction
 from tests import factories as f
 from tests.client.conftest import BASE, Connect
 from tests.conftest import AppFactory, Clock
@@ -75,6 +78,26 @@ def test_check_by_nickname_and_account(
         assert client.check("com.alpha.paid", account="acct-ada").owned is True
         refunded = client.check("com.alpha.other", nickname="bob")
         assert (refunded.owned, refunded.since, refunded.purchase) == (False, None, None)
+
+
+def test_check_by_device_and_model(admin: CatalogueAdmin, connect: Connect, clock: Clock) -> None:
+    admin.load(
+        purchases=[f.purchase(1, 1, clock.now - timedelta(days=2), nickname="ann", txn_id="ANN-1")]
+    )
+    with write_transaction(admin.engine) as db:
+        db.execute(
+            insert(t.buyer_devices),
+            [{"source_id": 1, "nickname": "ann", "udid": "UDID-ANN", "device_model": "iPad8,1"}],
+        )
+    client = connect("alpha-b")
+    owned = client.check("com.alpha.paid", udid="UDID-ANN")
+    assert (owned.owned, owned.purchase) == (True, Purchase("ANN-1", "package"))
+    assert owned.since == clock.now - timedelta(days=2)
+    assert client.check("com.alpha.paid", udid="UDID-ANN", model="iPad8,1").owned is True
+    assert client.check("com.alpha.paid", udid="UDID-ANN", model="iPhone9,1").owned is False
+    with pytest.raises(InvalidArgumentError) as alone:
+        client.check("com.alpha.paid", nickname="ann", model="iPad8,1")
+    assert alone.value.parameter == "model"
 
 
 def test_check_errors(connect: Connect) -> None:
