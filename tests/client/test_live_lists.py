@@ -162,14 +162,18 @@ def test_buyers_in_cursor_mode_walk_in_fewer_requests(
 ) -> None:
     admin.load(purchases=[f.purchase(1, 4, clock.now - timedelta(minutes=n)) for n in range(1, 8)])
     client = connect("alpha-a")
-    page = client.buyers_cursor("com.alpha.other", limit=3)
+    page = client.buyers("com.alpha.other", limit=3, cursor="")
     assert (page.limit, page.total, page.has_more, len(page.buyers)) == (3, 9, True, 3)
     walked = list(client.iter_buyers("com.alpha.other", page_size=3))
     assert len(walked) == len({b.txn_id for b in walked}) == 9
     numbered = [b for n in (1, 2, 3) for b in client.buyers("com.alpha.other", 3, n).buyers]
     assert walked == numbered  # the same buyers in the same order, however the list is walked
+    with pytest.raises(InvalidArgumentError) as both:
+        client.buyers("com.alpha.other", page=2, cursor="")  # type: ignore[call-overload]
+    assert both.value.parameter is not None
     usage = client.usage(days=1)[-1].usage
-    assert usage == 1 + 3 + 3 + 1  # one cursor page, a walk of three pages, three pages, this
+    # One cursor page, a walk of three pages, three numbered pages, a refusal, this.
+    assert usage == 1 + 3 + 3 + 1 + 1
 
 
 def test_the_async_client_on_the_new_operations(make_api: AppFactory, clock: Clock) -> None:

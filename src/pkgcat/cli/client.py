@@ -727,7 +727,7 @@ def buyers(
             result = rows = _walk(client.iter_buyers(package_id, page_size=limit or 100), "buyers")
             caption = f"{len(rows):,} buyers of {package_id}"
         elif cursor is not None:
-            result = client.buyers_cursor(package_id, cursor, limit or 25)
+            result = client.buyers(package_id, limit or 25, cursor=cursor)
             rows = result.buyers
             more = "more follow (--cursor)" if result.has_more else "the last page"
             caption = f"{len(rows):,} of {result.total:,} buyers; {more}"

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from dataclasses import dataclass
 from datetime import UTC, date, tzinfo
 from types import TracebackType
-from typing import Literal, Protocol, Self, TypeVar
+from typing import Literal, Protocol, Self, TypeVar, overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import anyio
@@ -218,10 +218,11 @@ class _Core:
         params = {"package": package_id, "limit": str(limit), "page": str(page)}
         return self._exchange(_BUYERS, params, read_buyers_page)
 
-    def buyers_cursor(
-        self, package_id: str, cursor: str, limit: int
+    def buyers_walk(
+        self, package_id: str, limit: int, page: int | None, cursor: str
     ) -> _Exchange[BuyersCursorPage]:
-        params = {"package": package_id, "limit": str(limit), "cursor": cursor}
+        """A page in cursor mode; a ``page`` beside the cursor is sent for the server to refuse."""
+        params = _given(package=package_id, limit=limit, page=page, cursor=cursor)
         return self._exchange(_BUYERS, params, read_buyers_cursor_page)
 
     def buyers_any(self, package_id: str, limit: int) -> _Exchange[BuyersCursorPage | BuyersPage]:
@@ -387,13 +388,29 @@ class Client:
         """The record of one package."""
         return self._run(self._core.package(package_id))
 
-    def buyers(self, package_id: str, limit: int = 25, page: int = 1) -> BuyersPage:
-        """One page of the buyers of a paid package of the caller's source."""
-        return self._run(self._core.buyers(package_id, limit, page))
+    @overload
+    def buyers(
+        self, package_id: str, limit: int = 25, page: int | None = None, cursor: None = None
+    ) -> BuyersPage: ...
+    @overload
+    def buyers(
+        self, package_id: str, limit: int = 25, page: None = None, *, cursor: str
+    ) -> BuyersCursorPage: ...
+    def buyers(
+        self,
+        package_id: str,
+        limit: int = 25,
+        page: int | None = None,
+        cursor: str | None = None,
+    ) -> BuyersPage | BuyersCursorPage:
+        """One page of the buyers of a paid package of the caller's source.
 
-    def buyers_cursor(self, package_id: str, cursor: str = "", limit: int = 25) -> BuyersCursorPage:
-        """One page of buyers in cursor mode: ``cursor=""`` starts at the newest."""
-        return self._run(self._core.buyers_cursor(package_id, cursor, limit))
+        A numbered page (``page``, 1 by default), or with ``cursor`` a page in cursor
+        mode: ``cursor=""`` starts at the newest buyer.
+        """
+        if cursor is None:
+            return self._run(self._core.buyers(package_id, limit, page or 1))
+        return self._run(self._core.buyers_walk(package_id, limit, page, cursor))
 
     def iter_buyers(self, package_id: str, page_size: int = 100) -> Iterator[Buyer]:
         """Every buyer, newest first, following cursors (page numbers on older servers)."""
@@ -407,7 +424,7 @@ class Client:
                 yield from page.buyers
         elif first.has_more and first.cursor is not None:
             pages = _follow(
-                lambda c: self.buyers_cursor(package_id, c or "", page_size), first.cursor
+                lambda c: self.buyers(package_id, page_size, cursor=c or ""), first.cursor
             )
             for later in pages:
                 yield from later.buyers
@@ -566,15 +583,25 @@ class AsyncClient:
         """The record of one package."""
         return await self._run(self._core.package(package_id))
 
-    async def buyers(self, package_id: str, limit: int = 25, page: int = 1) -> BuyersPage:
-        """One page of the buyers of a paid package of the caller's source."""
-        return await self._run(self._core.buyers(package_id, limit, page))
-
-    async def buyers_cursor(
-        self, package_id: str, cursor: str = "", limit: int = 25
-    ) -> BuyersCursorPage:
-        """One page of buyers in cursor mode: ``cursor=""`` starts at the newest."""
-        return await self._run(self._core.buyers_cursor(package_id, cursor, limit))
+    @overload
+    async def buyers(
+        self, package_id: str, limit: int = 25, page: int | None = None, cursor: None = None
+    ) -> BuyersPage: ...
+    @overload
+    async def buyers(
+        self, package_id: str, limit: int = 25, page: None = None, *, cursor: str
+    ) -> BuyersCursorPage: ...
+    async def buyers(
+        self,
+        package_id: str,
+        limit: int = 25,
+        page: int | None = None,
+        cursor: str | None = None,
+    ) -> BuyersPage | BuyersCursorPage:
+        """One page of buyers: numbered, or with ``cursor`` in cursor mode (see :meth:`Client.buyers`)."""
+        if cursor is None:
+            return await self._run(self._core.buyers(package_id, limit, page or 1))
+        return await self._run(self._core.buyers_walk(package_id, limit, page, cursor))
 
     async def iter_buyers(self, package_id: str, page_size: int = 100) -> AsyncIterator[Buyer]:
         """Every buyer, following cursors (page numbers on older servers; ``async for``)."""
@@ -590,7 +617,7 @@ class AsyncClient:
                     yield buyer
         elif first.has_more and first.cursor is not None:
             pages = _afollow(
-                lambda c: self.buyers_cursor(package_id, c or "", page_size), first.cursor
+                lambda c: self.buyers(package_id, page_size, cursor=c or ""), first.cursor
             )
             async for later in pages:
                 for buyer in later.buyers:
