@@ -231,3 +231,12 @@ def test_usage_by_operation_against_the_server_in_csv(run: Run, clock: Any) -> N
     assert rows(result.stdout) == [
         {"date": "2024-03-31T00:00:00+00:00", "usage": "1", "application/usage": "1"}
     ]
+
+
+def test_package_csv_is_field_and_value(run: Run, connect: Connect) -> None:
+    result = run("alpha-b", "package", "com.alpha.paid", "--format", "csv")
+    fields = {r["field"]: r["value"] for r in rows(result.stdout)}
+    package = connect("alpha-b").package("com.alpha.paid")
+    assert fields["date"] == as_csv(package.date) == "2024-03-10T12:00:00+00:00"
+    assert (fields["price"], fields["sha256"], fields["source.origin"]) == ("1.99", "", "")
+    assert fields["depends"] == package.depends.raw
