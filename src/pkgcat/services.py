@@ -58,14 +58,14 @@ BLANK = " \t\n\r\x0b\x0c"
 
 The OpenAPI document states the same set (a package must hold another character)."""
 _REVOKED = "secret_key: unknown or revoked secret key"
-UNNAMED = "-"
-"""The operation a request is counted under when its caller names none."""
 SALES_DAYS_DEFAULT = 30
 """Days a sales ledger covers when ``start`` is not given (``end`` included)."""
 STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Chargeback"}
 """Purchase statuses as a request spells them (any case) and as they are stored."""
 CURSOR_KEY = "cursor_key"
 """The name of the per-database secret that signs cursors (migration 0005)."""
+UNNAMED = "-"
+"""The operation a request is counted under when its caller names none."""
 
 
 def utc_now() -> datetime:
@@ -446,29 +446,12 @@ class CatalogueService:
         )
         return Check(package.package, owned)
 
-    def sales_range(
-        self, caller: Caller, start: date | None, end: date | None
-    ) -> tuple[date, date]:
-        """The days a sales ledger covers, in the caller's zone: by default the last 30."""
-        today = caller.today
-        if end is None:
-            end = today
-        elif end > today:
-            raise InvalidArgument("end", f"{end} is after today ({today})")
-        if start is None:
-            start = end - timedelta(days=SALES_DAYS_DEFAULT - 1)
-        elif start > end:
-            raise InvalidArgument("start", f"{start} is after end ({end})")
-        if (end - start).days + 1 > DAYS_MAX:
-            raise InvalidArgument("start", f"the range may hold at most {DAYS_MAX} days")
-        return start, end
-
     async def sales(
         self,
         caller: Caller,
         *,
-        start: date | None = None,
-        end: date | None = None,
+        start: str | None = None,
+        end: str | None = None,
         package_id: str | None = None,
         status: str | None = None,
         limit: int = LIMIT_DEFAULT,
@@ -480,7 +463,9 @@ class CatalogueService:
         ``end`` (zoneinfo gives the instants, so a day of a DST change is 23 or 25 hours).
         """
         limit, _ = buyers_window(limit, 1)
-        start, end = self.sales_range(caller, start, end)
+        first_day, last_day = day_range(
+            caller.today, start, end, default_days=SALES_DAYS_DEFAULT - 1, max_days=RANGE_MAX
+        )
         stored_status = None
         if status is not None:
             stored_status = STATUSES.get(status.lower())
@@ -494,8 +479,8 @@ class CatalogueService:
         cursors = await self.cursors()
         source_id = caller.application.source_id
         filters = (
-            ("start", start.isoformat()),
-            ("end", end.isoformat()),
+            ("start", first_day.isoformat()),
+            ("end", last_day.isoformat()),
             ("package", package_id),
             ("status", stored_status),
         )
@@ -506,8 +491,8 @@ class CatalogueService:
         )
         if package_id is not None:
             package_row_id = (await self._own_package(caller, package_id, "its sales")).id
-        first = int(_midnight(start, caller.timezone))
-        stop = int(_midnight(end + timedelta(days=1), caller.timezone))
+        first = int(_midnight(first_day, caller.timezone))
+        stop = int(_midnight(last_day + timedelta(days=1), caller.timezone))
         found = await self._catalogue.sales(
             source_id,
             first,
@@ -526,7 +511,7 @@ class CatalogueService:
             last = sales[-1].purchase
             position = (int(last.purchased_at.timestamp()), last.txn_id)
             following = cursors.make("source/sales", source_id, filters, position)
-        return SalesPage(start, end, sales, tuple(totals), limit, following)
+        return SalesPage(first_day, last_day, sales, tuple(totals), limit, following)
 
 
 def _flag(value: bool | None) -> int | None:

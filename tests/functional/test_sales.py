@@ -306,3 +306,16 @@ def test_range_limits(api: Api) -> None:
     clamped = ledger(api, limit=500)
     assert clamped["limit"] == 100
     assert len(ledger(api, limit=1)["sales"]) == 1
+
+
+def test_seller_operations_are_counted_under_their_names(api: Api) -> None:
+    key = api.keys["alpha-a"]
+    api.get(SALES, key)
+    api.get(SALES, key, status="nonsense")  # refused, but counted as any request
+    api.get("/1.0/package/check.json", key, package="com.alpha.paid", nickname="ada")
+    api.get("/1.0/source/packages.json", key)
+    today = api.get("/1.0/application/usage.json", key, days=1, by="operation").json()
+    operations = today["response"][-1]["operations"]
+    assert operations["source/sales"] == 2
+    assert operations["package/check"] == 1
+    assert operations["source/packages"] == 1

@@ -419,3 +419,120 @@ def test_a_row_with_more_values_than_the_header_names_is_refused(
         "hint: a value that holds ',' must be in double quotes"
     ]
     assert price_of(shop, 3) == ("1.99", "USD")  # line 3 was good, and is not written either
+
+
+def devices(admin: CatalogueAdmin) -> list[tuple[Any, ...]]:
+    d = t.buyer_devices
+    with admin.engine.connect() as db:
+        found = [tuple(row) for row in db.execute(select(d))]
+    # Sorted here: the two databases collate text differently.
+    return sorted(found, key=lambda row: (row[0], row[3], row[1]))
+
+
+UDID = "00008030-001A2B3C4D5E802E"
+OLD_UDID = "3d0d7e5fb2ce288813306e4d4636395e047a3d28"
+
+
+def test_purchases_keep_the_buyers_account_and_device_and_register_it(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    rows = [
+        PURCHASE | {"account": "acct-7", "udid": UDID, "device_model": "iPhone12,1"},
+        # A second device of the same buyer, and a purchase of the whole source from it.
+        PURCHASE | {"txn_id": "TXN-2", "udid": OLD_UDID, "device_model": "iPad7,5"},
+        PURCHASE | {"txn_id": "TXN-3", "package": "", "source": "Alpha", "udid": OLD_UDID},
+        # Another buyer on the first device; and a purchase with no device at all.
+        PURCHASE | {"txn_id": "TXN-4", "nickname": "bob", "udid": UDID},
+        PURCHASE | {"txn_id": "TXN-5", "nickname": "cy", "package": "com.beta.tool"},
+    ]
+    file = write_csv(tmp_path / "sales.csv", rows)
+    assert import_purchases(shop.engine, file).added == 5
+    stored = {row.txn_id: (row.account, row.udid, row.device_model) for row in purchases(shop)}
+    assert stored == {
+        "TXN-1": ("acct-7", UDID, "iPhone12,1"),
+        "TXN-2": (None, OLD_UDID, "iPad7,5"),
+        "TXN-3": (None, OLD_UDID, None),
+        "TXN-4": (None, UDID, None),
+        "TXN-5": (None, None, None),
+    }
+    assert devices(shop) == [
+        (1, "ada", "acct-7", UDID, "iPhone12,1"),
+        (1, "bob", None, UDID, None),
+        (1, "ada", None, OLD_UDID, "iPad7,5"),
+    ]
+    # Again, from JSON Lines: nothing changes.
+    again = import_purchases(shop.engine, write_jsonl(tmp_path / "sales.jsonl", rows))
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 5)
+    assert len(devices(shop)) == 3
+
+
+def test_a_device_registered_before_keeps_what_a_later_file_leaves_out(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    first = PURCHASE | {"account": "acct-7", "udid": UDID, "device_model": "iPhone12,1"}
+    import_purchases(shop.engine, write_jsonl(tmp_path / "a.jsonl", [first]))
+    later = [PURCHASE | {"txn_id": "TXN-2", "udid": UDID}]
+    import_purchases(shop.engine, write_jsonl(tmp_path / "b.jsonl", later))
+    assert devices(shop) == [(1, "ada", "acct-7", UDID, "iPhone12,1")]
+    newer = [PURCHASE | {"txn_id": "TXN-3", "udid": UDID, "device_model": "iPhone13,2"}]
+    import_purchases(shop.engine, write_jsonl(tmp_path / "c.jsonl", newer))
+    assert devices(shop) == [(1, "ada", "acct-7", UDID, "iPhone13,2")]
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("Completed", "Completed"),
+        ("completed", "Completed"),
+        ("REFUNDED", "Refunded"),
+        ("chargeBack", "Chargeback"),
+    ],
+)
+def test_statuses_are_read_in_any_case_and_kept_capitalised(
+    tmp_path: Path, shop: CatalogueAdmin, given: str, stored: str
+) -> None:
+    import_purchases(shop.engine, write_jsonl(tmp_path / "a.jsonl", [PURCHASE | {"status": given}]))
+    assert purchases(shop)[0].status == stored
+
+
+def test_bad_statuses_accounts_and_devices_are_refused_naming_row_and_column(
+    tmp_path: Path, shop: CatalogueAdmin
+) -> None:
+    rows = [
+        PURCHASE | {"udid": UDID},
+        PURCHASE | {"txn_id": "TXN-2", "status": "Pending"},
+        PURCHASE | {"txn_id": "TXN-3", "status": "charge back"},
+        PURCHASE | {"txn_id": "TXN-4", "udid": "0000:8030", "account": "a" * 129},
+        PURCHASE | {"txn_id": "TXN-5", "udid": "f" * 65, "device_model": "x" * 65},
+        PURCHASE | {"txn_id": "TXN-6", "device_model": "iPhone12,1"},
+        PURCHASE | {"txn_id": "TXN-7", "udid": UDID, "device_model": "iPhone\t12"},
+    ]
+    file = write_csv(tmp_path / "sales.csv", rows)
+    with pytest.raises(OperatorDataError) as refused:
+        import_purchases(shop.engine, file)
+    statuses = "hint: completed, refunded or chargeback (any case)"
+    assert refused.value.problems == [
+        f"line 3: column 'status': 'Pending' is not a purchase status; {statuses}",
+        f"line 4: column 'status': 'charge back' is not a purchase status; {statuses}",
+        "line 5: column 'account': longer than 128 characters",
+        "line 5: column 'udid': '0000:8030' is not a device id; "
+        "hint: letters, digits and '-' only, like 00008030-001A2B3C4D5E802E",
+        "line 6: column 'udid': longer than 64 characters",
+        "line 6: column 'device_model': longer than 64 characters",
+        "line 7: column 'device_model': given without udid; "
+        "hint: a device model describes the udid of its row",
+        "line 8: column 'device_model': 'iPhone\\t12' holds control characters; "
+        "hint: one line of printable text",
+    ]
+    assert purchases(shop) == []
+    assert devices(shop) == []
+
+
+def test_deleting_a_source_takes_its_buyers_devices(tmp_path: Path, shop: CatalogueAdmin) -> None:
+    rows = [PURCHASE | {"udid": UDID}, PURCHASE | {"txn_id": "TXN-2", "package": "com.beta.tool"}]
+    import_purchases(shop.engine, write_jsonl(tmp_path / "a.jsonl", rows))
+    gone = shop.delete_source("Alpha", cascade=True)
+    assert (gone.counts["purchases"], gone.counts["buyer_devices"]) == (1, 1)
+    assert "1 registered device" in gone.describe()
+    assert devices(shop) == []
+    assert [row.txn_id for row in purchases(shop)] == ["TXN-2"]

@@ -80,6 +80,7 @@ def demo(
             packages=plan.packages,
             purchases=plan.purchases,
             usage=plan.usage,
+            devices=plan.devices,
             replace=force,
         )
     apps = [_record(a, settings, issued_keys[a.id].secret_key) for a in plan.apps]

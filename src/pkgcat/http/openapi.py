@@ -128,6 +128,18 @@ def _source(shape: str) -> Schema:
     return _object(props, f"Source, shape {shape} (spec 2.3).")
 
 
+def _split_by_operation(entry: Schema) -> Schema:
+    """A usage entry with its optional ``operations`` (only with ``by=operation``)."""
+    entry["properties"]["operations"] = {
+        "type": "object",
+        "description": (
+            "With `by=operation` only: the day's requests by operation, those with none left out."
+        ),
+        "additionalProperties": {"type": "integer", "minimum": 1},
+    }
+    return entry
+
+
 DAY = r"^\d{4}-\d{2}-\d{2}$"
 SIGNED_DECIMAL = r"^-?\d+\.\d{2,}$"
 _SCOPE: Schema = {"type": "string", "enum": ["package", "source"]}
@@ -187,18 +199,6 @@ def _packages_page(shape: str) -> Schema:
         },
         f"A page of the caller's packages, shape {shape}.",
     )
-
-
-def _split_by_operation(entry: Schema) -> Schema:
-    """A usage entry with its optional ``operations`` (only with ``by=operation``)."""
-    entry["properties"]["operations"] = {
-        "type": "object",
-        "description": (
-            "With `by=operation` only: the day's requests by operation, those with none left out."
-        ),
-        "additionalProperties": {"type": "integer", "minimum": 1},
-    }
-    return entry
 
 
 def _schemas() -> dict[str, Schema]:

@@ -9,8 +9,6 @@ Parameters are validated before anything is read: a bad one is code 2 naming it.
 
 from __future__ import annotations
 
-import re
-from datetime import date
 from zoneinfo import ZoneInfo
 
 from pkgcat import shapes
@@ -19,8 +17,6 @@ from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
 from pkgcat.http.params import Query, ResponseCache, integer, view
 from pkgcat.services import BLANK, LIMIT_DEFAULT, CatalogueService, buyers_window
-
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def flag(query: Query, name: str) -> bool | None:
@@ -31,19 +27,6 @@ def flag(query: Query, name: str) -> bool | None:
     if value not in (0, 1):
         raise InvalidArgument(name, f"must be 0 or 1, got {query[name]!r}")
     return value == 1
-
-
-def day(query: Query, name: str) -> date | None:
-    """A YYYY-MM-DD parameter as a date, or ``None`` when absent."""
-    raw = query.get(name)
-    if raw is None:
-        return None
-    try:
-        if not _DAY.fullmatch(raw):
-            raise ValueError(raw)
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise InvalidArgument(name, f"must be a date YYYY-MM-DD, got {raw!r}") from None
 
 
 def _limit(query: Query) -> int:
@@ -109,7 +92,7 @@ async def check(
 async def sales(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    start, end = day(query, "start"), day(query, "end")
+    start, end = query.get("start"), query.get("end")
     package_id, status = _optional(query, "package"), query.get("status")
     limit = _limit(query)
     cursor = query.get("cursor") or None

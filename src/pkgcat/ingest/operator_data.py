@@ -17,7 +17,10 @@ The columns (CSV header, or JSON keys) are the spec's field names:
 - purchases: ``package`` (a package purchase) or ``source`` (a purchase of
   the whole source), ``nickname``, ``status``, ``total``, ``commission``,
   ``currency``, ``date``, ``txn_id``, ``payment_platform``, and optionally
-  ``profile_url`` and ``allowed_for`` (which must then agree);
+  ``profile_url``, ``allowed_for`` (which must then agree), and the buyer's
+  ``account`` id and device (``udid``, ``device_model``: a model only with a
+  udid); ``status`` is ``completed``, ``refunded`` or ``chargeback`` in any
+  case, kept capitalised;
 - stats: ``package``, ``total_download``, ``total_votes``, ``total_value_votes``;
 - prices: ``package``, ``price``, ``currency``.
 
@@ -52,13 +55,19 @@ from pkgcat.ingest.operator_files import Problem, Row, read_table, refuse
 PURCHASE_COLUMNS = (
     "package", "source", "allowed_for", "nickname", "status", "total", "commission",
     "currency", "date", "txn_id", "profile_url", "payment_platform",
+    "account", "udid", "device_model",
 )  # fmt: skip
-_OPTIONAL_PURCHASE_COLUMNS = ("package", "source", "allowed_for", "profile_url")
+_OPTIONAL_PURCHASE_COLUMNS = (
+    "package", "source", "allowed_for", "profile_url", "account", "udid", "device_model",
+)  # fmt: skip
+PURCHASE_STATUSES = ("Completed", "Refunded", "Chargeback")
+"""A purchase's status as stored; the import takes each in any case."""
 STATS_COLUMNS = ("package", "total_download", "total_votes", "total_value_votes")
 PRICE_COLUMNS = ("package", "price", "currency")
 
 _DECIMAL = re.compile(r"\d{1,20}(\.\d{1,8})?")
 _PLATFORM = re.compile(r"[a-z0-9_.-]{1,64}")
+_UDID = re.compile(r"[0-9A-Za-z-]+")
 _MAX_INTEGER = 2**63 - 1
 
 RowT = TypeVar("RowT")
@@ -104,6 +113,9 @@ class PurchaseRow:
     txn_id: str
     profile_url: str
     payment_platform: str
+    account: str | None = None
+    udid: str | None = None
+    device_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +182,23 @@ def _moment(value: object) -> object:
     return int(moment.timestamp())
 
 
-def _platform(value: str) -> str:
-    if _PLATFORM.fullmatch(value):
-        return value
-    raise _wrong(
-        f"{value!r} is not a platform name",
-        "lower-case letters, digits, '.', '_', '-', like paypal",
-    )
+def _matching(pattern: re.Pattern[str], what: str, hint: str) -> Callable[[str], str]:
+    """A check that a value is all ``pattern``, else "'value' is not ``what``" with ``hint``."""
+
+    def check(value: str) -> str:
+        if pattern.fullmatch(value):
+            return value
+        raise _wrong(f"{value!r} is not {what}", hint)
+
+    return check
+
+
+_platform = _matching(
+    _PLATFORM, "a platform name", "lower-case letters, digits, '.', '_', '-', like paypal"
+)
+_udid = _matching(
+    _UDID, "a device id", "letters, digits and '-' only, like 00008030-001A2B3C4D5E802E"
+)
 
 
 def _address(value: str) -> str:
@@ -185,6 +207,21 @@ def _address(value: str) -> str:
     raise _wrong(
         f"{value!r} is not an http(s) address", "a whole address, like https://forum.example/u/ada"
     )
+
+
+def _status(value: str) -> str:
+    for status in PURCHASE_STATUSES:
+        if value.lower() == status.lower():
+            return status
+    raise _wrong(
+        f"{value!r} is not a purchase status", "completed, refunded or chargeback (any case)"
+    )
+
+
+def _printable(value: str) -> str:
+    if value.isprintable():
+        return value
+    raise _wrong(f"{value!r} holds control characters", "one line of printable text")
 
 
 def _scope(value: str) -> str:
@@ -210,7 +247,7 @@ class PurchaseFields(_Fields):
     source: Annotated[str, Field(max_length=255)] = ""
     allowed_for: Annotated[str, AfterValidator(_scope)] = ""
     nickname: Annotated[str, Field(max_length=200)]
-    status: Annotated[str, Field(max_length=64)]
+    status: Annotated[str, Field(max_length=64), AfterValidator(_status)]
     total: Amount
     commission: Amount
     currency: Currency
@@ -218,6 +255,15 @@ class PurchaseFields(_Fields):
     txn_id: Annotated[str, Field(max_length=128)]
     profile_url: Annotated[str, Field(max_length=2000), AfterValidator(_address)] = ""
     payment_platform: Annotated[str, AfterValidator(_platform)]
+    account: Annotated[str, Field(max_length=128), AfterValidator(_printable)] | None = None
+    udid: Annotated[str, Field(max_length=64), AfterValidator(_udid)] | None = None
+    device_model: Annotated[str, Field(max_length=64), AfterValidator(_printable)] | None = None
+
+    @model_validator(mode="after")
+    def _model_of_a_device(self) -> PurchaseFields:
+        if self.device_model is not None and self.udid is None:
+            raise _wrong("given without udid", "a device model describes the udid of its row")
+        return self
 
 
 class StatsFields(_Fields):
@@ -246,7 +292,10 @@ class PriceFields(_Fields):
 
 _ModelT = TypeVar("_ModelT", bound=_Fields)
 
-_WHOLE_ROW_COLUMN: dict[type[_Fields], str] = {StatsFields: "total_value_votes"}
+_WHOLE_ROW_COLUMN: dict[type[_Fields], str] = {
+    StatsFields: "total_value_votes",
+    PurchaseFields: "device_model",
+}
 """The column a model's whole-row check names in its problem."""
 
 
@@ -397,6 +446,9 @@ def purchases(
             txn_id=fields.txn_id,
             profile_url=fields.profile_url,
             payment_platform=fields.payment_platform,
+            account=fields.account,
+            udid=fields.udid,
+            device_model=fields.device_model,
         )
 
     required = tuple(c for c in PURCHASE_COLUMNS if c not in _OPTIONAL_PURCHASE_COLUMNS)

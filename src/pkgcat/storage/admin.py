@@ -367,17 +367,20 @@ class CatalogueAdmin:
         packages: Iterable[Mapping[str, Any]] = (),
         purchases: Iterable[Mapping[str, Any]] = (),
         usage: Iterable[tuple[int, date, int]] = (),
+        devices: Iterable[Mapping[str, Any]] = (),
         replace: bool = False,
     ) -> dict[int, IssuedKey]:
         """Insert rows (column name to value) in one transaction, with a key per application.
 
-        With ``replace``, every existing row is deleted first, in the same transaction.
+        With ``replace``, every existing row is deleted first, in the same transaction
+        (but for the catalogue generation and the database's own secrets).
         Returns the new key of each application, by application id.
         """
         with write_transaction(self.engine) as db:
             if replace:
                 for table in reversed(t.metadata.sorted_tables):
-                    if table is not t.catalogue_generation:  # a counter, not catalogue data
+                    # A counter and the cursor key: not catalogue data.
+                    if table not in (t.catalogue_generation, t.api_secrets):
                         db.execute(delete(table))
             app_rows = list(applications)
             for table, rows in (
@@ -385,6 +388,7 @@ class CatalogueAdmin:
                 (t.applications, app_rows),
                 (t.packages, list(packages)),
                 (t.purchases, list(purchases)),
+                (t.buyer_devices, list(devices)),
             ):
                 if rows:
                     db.execute(insert(table), rows)

@@ -7,6 +7,9 @@ is taken by the first write, after it, and held for the writes alone.
 Purchases are keyed by ``txn_id``: a purchase already recorded with the same
 details is left alone, one recorded with other details (a refund changing its
 status, say) is updated, so importing the same file again changes nothing.
+Each purchase that names a device (``udid``) registers it for its buyer in
+``buyer_devices``, in the same transaction: a device already registered keeps
+its account and model unless the file gives others.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, insert, select
+from sqlalchemy import Engine, and_, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from pkgcat.ingest import operator_data as data
@@ -27,8 +30,11 @@ from pkgcat.storage.writes.bulk import executemany, update_rows
 
 _PURCHASE_FIELDS = (
     "source_id", "package_id", "allowed_for", "nickname", "status", "total", "commission",
-    "currency", "purchased_at", "profile_url", "payment_platform",
+    "currency", "purchased_at", "profile_url", "payment_platform", "account", "udid",
+    "device_model",
 )  # fmt: skip
+_DEVICE_KEY = ("source_id", "udid", "nickname")
+_DEVICE_DETAILS = ("account", "device_model")
 _CHUNK = 500
 """Identifiers per ``IN (...)`` lookup: well under every database's parameter limit."""
 
@@ -106,8 +112,53 @@ def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None
         names = (*_PURCHASE_FIELDS, "txn_id")
         executemany(db, insert(p).values({n: bindparam(f"p_{n}") for n in names}), names, added)
         update_rows(db, p, "txn_id", _PURCHASE_FIELDS, changed)
+        _register_devices(db, rows)
     unchanged = len(rows) - len(added) - len(changed)
     return Written(len(rows), len(added), len(changed), unchanged, checked.ignored)
+
+
+def _register_devices(db: Connection, rows: list[data.PurchaseRow]) -> None:
+    """Register each device the purchases name for its buyer (one buyer may have several)."""
+    d = t.buyer_devices
+    wanted: dict[tuple[Any, ...], tuple[str | None, str | None]] = {}
+    for row in rows:
+        if row.udid is None:
+            continue
+        key = (row.source_id, row.udid, row.nickname)
+        account, model = wanted.get(key, (None, None))  # a later row adds to an earlier one
+        wanted[key] = (row.account or account, row.device_model or model)
+    sources = sorted({source for source, _, _ in wanted})
+    stored = {
+        (found.source_id, found.udid, found.nickname): (found.account, found.device_model)
+        for found in _in_chunks(
+            sorted({udid for _, udid, _ in wanted}),
+            lambda udids: db.execute(
+                select(*(d.c[c] for c in (*_DEVICE_KEY, *_DEVICE_DETAILS))).where(
+                    d.c.source_id.in_(sources), d.c.udid.in_(udids)
+                )
+            ),
+        )
+    }
+    added: list[tuple[Any, ...]] = []
+    changed: list[tuple[Any, ...]] = []
+    for key, (account, model) in wanted.items():
+        if key not in stored:
+            added.append((*key, account, model))
+            continue
+        old_account, old_model = stored[key]
+        details = (account or old_account, model or old_model)
+        if details != stored[key]:
+            changed.append((*details, *key))
+    names = (*_DEVICE_KEY, *_DEVICE_DETAILS)
+    executemany(db, insert(d).values({n: bindparam(f"p_{n}") for n in names}), names, added)
+    executemany(
+        db,
+        update(d)
+        .where(and_(*(d.c[c] == bindparam(f"p_{c}") for c in _DEVICE_KEY)))
+        .values({c: bindparam(f"p_{c}") for c in _DEVICE_DETAILS}),
+        (*_DEVICE_DETAILS, *_DEVICE_KEY),
+        changed,
+    )
 
 
 def _set_columns(
