@@ -6,8 +6,9 @@ The server's address comes from ``--base-url``, else ``PKGCAT_BASE_URL``, else
 ``secret_key`` in the config file, never from the command line, where it would
 land in shell history and process lists. Output is by default a table on a
 terminal, never cut, and plain tab-separated lines anywhere else (as the admin
-listings, :mod:`pkgcat.cli._tables`); or ``--json`` (the normalized result) or
-``--csv`` (rows).
+listings, :mod:`pkgcat.cli._tables`); or ``--format json`` (the normalized result) or
+``--format csv`` (rows); ``--json`` and ``--csv`` are short for those. A walk over
+cursors (``--all``) shows its progress on stderr while stdout is a terminal.
 
 Exit codes (the table is :data:`EXIT_CODES`, documented in docs/client.md):
 0 success, 1 unexpected failure (a bug, with its traceback), 2 usage error,
@@ -28,42 +29,53 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Literal, NoReturn, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 import typer
 from rich import box
-from rich.console import JustifyMethod
+from rich.console import Console, JustifyMethod
+from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
 from pkgcat.cli import group
-from pkgcat.cli._tables import Column, show, widest
+from pkgcat.cli._tables import Column, print_table, show, widest
 from pkgcat.client import (
     APIConnectionError,
     APIError,
     AuthenticationError,
     Buyer,
+    BuyersCursorPage,
     BuyersPage,
     Client,
     InvalidArgumentError,
     NotFoundError,
+    Ownership,
     Package,
+    PackagesPage,
     PermissionDeniedError,
     PkgcatError,
     ProtocolError,
     RateLimitError,
     Relations,
+    Sale,
+    SalesPage,
+    SalesTotal,
     ServerError,
     Source,
+    SourcePackage,
     UsageDay,
 )
+
+T = TypeVar("T")
+Output = Literal["table", "json", "csv"]
 
 app = group("client")
 
@@ -110,9 +122,35 @@ Retries = Annotated[
     int,
     typer.Option("--retries", min=0, help="Retries after a 429, a 5xx or a failed connection."),
 ]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the normalized result as JSON.")]
-AsCsv = Annotated[bool, typer.Option("--csv", help="Print a header line, then one line per row.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Short for --format json.")]
+AsCsv = Annotated[bool, typer.Option("--csv", help="Short for --format csv.")]
+Format = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="table|json|csv",
+        help="A table (plain lines off a terminal), the normalized result as JSON, or CSV rows.",
+    ),
+]
 PackageId = Annotated[str, typer.Argument(metavar="ID", help="Package identifier.")]
+
+
+def _day_option(name: str, help: str) -> typer.models.OptionInfo:
+    """An option that takes a calendar day, ``YYYY-MM-DD``."""
+    return typer.Option(name, formats=["%Y-%m-%d"], metavar="YYYY-MM-DD", help=help)  # type: ignore[no-any-return]
+
+
+Every = Annotated[bool, typer.Option("--all", help="Every item, following the cursors (one list).")]
+Limit = Annotated[
+    int | None,
+    typer.Option("--limit", help="Page size: 25 by default, 100 with --all (server max 100)."),
+]
+Cursor = Annotated[
+    str | None,
+    typer.Option(
+        "--cursor", help="Continue a list where a page's cursor says (from --format json)."
+    ),
+]
 
 
 def _config_path() -> Path:
@@ -207,10 +245,40 @@ def _client(
         _fail(str(error), exit_code(error))
 
 
-def _output(as_json: bool, as_csv: bool) -> str:
-    if as_json and as_csv:
-        _fail("--json and --csv: choose one", EXIT_USAGE)
-    return "json" if as_json else "csv" if as_csv else "table"
+def _output(as_json: bool, as_csv: bool, given: str | None = None) -> Output:
+    """The output asked for by ``--format``, ``--json`` or ``--csv`` (at most one of them)."""
+    asked = [
+        name for name, on in (("--format", given), ("--json", as_json), ("--csv", as_csv)) if on
+    ]
+    if len(asked) > 1:
+        _fail(f"{' and '.join(asked)}: choose one", EXIT_USAGE)
+    if given is not None and given not in ("table", "json", "csv"):
+        _fail(f"--format: {given!r}; use table, json or csv", EXIT_USAGE)
+    if as_json or given == "json":
+        return "json"
+    return "csv" if as_csv or given == "csv" else "table"
+
+
+def _walk(items: Iterable[T], what: str, size: Callable[[T], int] = lambda _: 1) -> list[T]:
+    """Everything ``items`` yields, with a progress line on stderr while stdout is a terminal.
+
+    ``size`` says how many rows an item holds (the rows of a page, say).
+    """
+    if not Console().is_terminal:
+        return list(items)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn(f"{what}: {{task.completed:,}} so far"),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    collected: list[T] = []
+    with progress:
+        task = progress.add_task(what, total=None)
+        for item in items:
+            collected.append(item)
+            progress.advance(task, size(item))
+    return collected
 
 
 # --- canonical values ---------------------------------------------------------------------
@@ -218,7 +286,7 @@ def _output(as_json: bool, as_csv: bool) -> str:
 
 def jsonable(value: object) -> object:
     """A record as JSON values: ISO 8601 dates with offset, amounts as decimal strings."""
-    if isinstance(value, datetime):
+    if isinstance(value, date):  # a datetime too
         return value.isoformat()
     if isinstance(value, Decimal):
         return format(value, "f")
@@ -226,6 +294,8 @@ def jsonable(value: object) -> object:
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, list | tuple):
         return [jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
     return value
 
 
@@ -242,12 +312,21 @@ def _cell(value: object) -> str:
     return rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
 
 
-def _print_csv(rows: Sequence[object], header: Sequence[str]) -> None:
+def _write_csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(header)
     for row in rows:
-        writer.writerow([_cell(getattr(row, name)) for name in header])
+        writer.writerow([_cell(value) for value in row])
     sys.stdout.flush()
+
+
+def _print_csv(rows: Sequence[object], header: Sequence[str]) -> None:
+    _write_csv(header, ([getattr(row, name) for name in header] for row in rows))
+
+
+def _names(kind: type[object]) -> list[str]:
+    """The fields of a result type, in order: the columns of its CSV and plain lines."""
+    return [f.name for f in dataclasses.fields(kind)]  # type: ignore[arg-type]
 
 
 # --- tables ---------------------------------------------------------------------------------
@@ -265,8 +344,14 @@ def _bar(value: int, largest: int) -> str:
     return "█" * full + (_EIGHTHS[part] if part else "")
 
 
-def _usage_table(days: list[UsageDay]) -> Table:
+def _operation_names(days: Sequence[UsageDay]) -> list[str]:
+    """Every operation counted on any of ``days``, by name (none without ``--by operation``)."""
+    return sorted({name for d in days for name in d.operations or {}})
+
+
+def _usage_table(days: list[UsageDay], to_today: bool) -> Table:
     largest = max((d.usage for d in days), default=0)
+    operations = _operation_names(days)
     rows = [(d.day.isoformat(), f"{d.usage:,}", _bar(d.usage, largest)) for d in days]
     table = Table(title="API requests per day", title_justify="left")
     table.add_column("day", no_wrap=True, min_width=widest(r[0] for r in rows))
@@ -276,17 +361,36 @@ def _usage_table(days: list[UsageDay]) -> Table:
         no_wrap=True,
         min_width=widest([r[1] for r in rows] + ["requests"]),
     )
-    table.add_column("", no_wrap=True, min_width=widest(r[2] for r in rows))
-    for day, count, bar in rows:
-        table.add_row(day, count, Text(bar))
+    counts = [[f"{(d.operations or {}).get(name, 0):,}" for name in operations] for d in days]
+    for n, name in enumerate(operations):
+        # An operation's name is its heading, kept whole: "package/details", say.
+        table.add_column(
+            name, justify="right", no_wrap=True, min_width=widest([name] + [c[n] for c in counts])
+        )
+    # Split by operation, the table has a column per operation instead of the bars.
+    by_operation = any(d.operations is not None for d in days)
+    if not by_operation:
+        table.add_column("", no_wrap=True, min_width=widest(r[2] for r in rows))
+    for (day, count, bar), split in zip(rows, counts, strict=True):
+        table.add_row(day, count, *split, *([] if by_operation else [Text(bar)]))
     total = sum(d.usage for d in days)
-    table.caption = f"{len(days)} days, {total:,} requests; the last day is today (so far)"
+    table.caption = f"{len(days)} days, {total:,} requests"
+    if to_today:
+        table.caption += "; the last day is today (so far)"
     return table
 
 
-def _show_usage(days: list[UsageDay]) -> None:
-    columns = [Column("date"), Column("usage")]
-    show(columns, [(_cell(d.date), d.usage) for d in days], lambda: _usage_table(days))
+def _usage_rows(days: Sequence[UsageDay], operations: Sequence[str]) -> list[list[object]]:
+    return [
+        [_cell(d.date), d.usage, *((d.operations or {}).get(name, 0) for name in operations)]
+        for d in days
+    ]
+
+
+def _show_usage(days: list[UsageDay], to_today: bool) -> None:
+    operations = _operation_names(days)
+    columns = [Column("date"), Column("usage"), *map(Column, operations)]
+    show(columns, _usage_rows(days, operations), lambda: _usage_table(days, to_today))
 
 
 def _price(package: Package) -> str:
@@ -397,27 +501,176 @@ def _show_buyers(buyers: Sequence[Buyer], caption: str) -> None:
 # --- commands -------------------------------------------------------------------------------
 
 
+def _record_table(title: str, rows: Sequence[tuple[str, object]]) -> Table:
+    """A record as two columns, field and value; a value the server did not send is dim."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("field", style="bold", no_wrap=True, min_width=widest(n for n, _ in rows))
+    table.add_column("value", overflow="fold", min_width=widest(str(v) for _, v in rows[:1]))
+    for name, value in rows:
+        table.add_row(name, Text("none", style="dim") if value is None else Text(str(value)))
+    return table
+
+
+def _amount(value: Decimal | None, currency: str) -> str:
+    return "not known yet" if value is None else f"{format(value, 'f')} {currency}"
+
+
+def _packages_table(packages: Sequence[SourcePackage], caption: str) -> Table:
+    table = Table(
+        caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
+    )
+    rows = [
+        (
+            p.package,
+            p.version,
+            "yes" if p.online else "no",
+            _amount(p.price, p.currency) if p.paid else "free",
+            f"{p.downloads:,}",
+            f"{p.votes:,}",
+            "" if p.rating is None else f"{p.rating:.2f}",
+            p.updated.strftime("%Y-%m-%d %H:%M %z"),
+            p.name,
+        )
+        for p in packages
+    ]
+    headings = ("package", "version", "online", "price", "downloads", "votes", "rating", "updated")
+    for n, heading in enumerate(headings):
+        right = heading in ("price", "downloads", "votes", "rating")
+        table.add_column(
+            heading,
+            justify="right" if right else "left",
+            no_wrap=True,
+            min_width=widest([heading, *(r[n] for r in rows)]),
+        )
+    table.add_column("name", overflow="fold")
+    for row in rows:
+        table.add_row(*map(Text, row))
+    return table
+
+
+def _sales_table(sales: Sequence[Sale], caption: str) -> Table:
+    table = Table(
+        caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
+    )
+    rows = [
+        (
+            s.date.strftime("%Y-%m-%d %H:%M %z"),
+            s.package or "(whole source)",
+            s.nickname,
+            s.status,
+            f"{format(s.gross, 'f')} {s.currency}",
+            format(s.commission, "f"),
+            format(s.net, "f"),
+            s.payment_platform,
+            s.txn_id,
+        )
+        for s in sales
+    ]
+    headings = ("date", "package", "nickname", "status", "gross", "commission", "net")
+    for n, heading in enumerate((*headings, "platform", "txn id")):
+        # Ids, dates and amounts are copied whole: never wrapped nor shortened.
+        table.add_column(
+            heading,
+            justify="right" if heading in ("gross", "commission", "net") else "left",
+            no_wrap=True,
+            min_width=widest([heading, *(r[n] for r in rows)]),
+        )
+    for row in rows:
+        table.add_row(*map(Text, row))
+    return table
+
+
+def _totals_table(totals: Sequence[SalesTotal], start: date, end: date) -> Table:
+    table = Table(title=f"Totals from {start} to {end}", title_justify="left")
+    headings = ("currency", "sales", "gross", "commission", "net", "refunds", "refunded")
+    rows = [
+        (
+            t.currency,
+            f"{t.sales:,}",
+            format(t.gross, "f"),
+            format(t.commission, "f"),
+            format(t.net, "f"),
+            f"{t.refunds:,}",
+            format(t.refunded, "f"),
+        )
+        for t in totals
+    ]
+    for n, heading in enumerate(headings):
+        table.add_column(
+            heading,
+            justify="left" if heading == "currency" else "right",
+            no_wrap=True,
+            min_width=widest([heading, *(r[n] for r in rows)]),
+        )
+    for row in rows:
+        table.add_row(*row)
+    if not totals:
+        table.caption = "no sales in this range"
+    return table
+
+
+def _show_rows(kind: type[object], items: Sequence[object], table: Callable[[], Table]) -> None:
+    """Items of a result type: ``table()`` on a terminal, else a plain line per item."""
+    names = _names(kind)
+    rows = [[_cell(getattr(item, name)) for name in names] for item in items]
+    show([Column(name) for name in names], rows, table)
+
+
+def _print(output: Output, result: object, kind: type[object], items: Sequence[object]) -> bool:
+    """JSON of ``result`` or CSV of ``items``; ``False`` when the output is a table."""
+    if output == "json":
+        _print_json(result)
+    elif output == "csv":
+        _print_csv(items, _names(kind))
+    return output != "table"
+
+
+def _day(value: datetime | None) -> date | None:
+    return None if value is None else value.date()
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
 @app.command("usage")
 def usage(
     ctx: typer.Context,
-    days: Annotated[int, typer.Option("--days", help="Days before today to report.")] = 30,
+    days: Annotated[
+        int | None, typer.Option("--days", help="Days before today to report [default: 30].")
+    ] = None,
+    start: Annotated[
+        datetime | None, _day_option("--start", "First day (instead of --days).")
+    ] = None,
+    end: Annotated[datetime | None, _day_option("--end", "Last day [default: today].")] = None,
+    by: Annotated[
+        str | None, typer.Option("--by", metavar="operation", help="Split each day by operation.")
+    ] = None,
     base_url: BaseUrl = None,
     tz: Zone = "UTC",
     key_in: KeyIn = "header",
     retries: Retries = 3,
+    output_format: Format = None,
     as_json: AsJson = False,
     as_csv: AsCsv = False,
 ) -> None:
     """Requests per day of the application the key belongs to, with a bar chart."""
-    output = _output(as_json, as_csv)
+    output = _output(as_json, as_csv, output_format)
+    if by is not None and by != "operation":
+        _fail(f"--by: {by!r}; the one split is: operation", EXIT_USAGE)
     with _client(ctx, base_url, tz, key_in, retries) as client:
-        result = client.usage(days)
+        result = client.usage(
+            days, start=_day(start), end=_day(end), by="operation" if by else None
+        )
+    operations = _operation_names(result)
     if output == "json":
-        _print_json(result)
+        fields = {"date", "usage", "operations"} if by else {"date", "usage"}
+        _print_json(
+            [{k: v for k, v in dataclasses.asdict(d).items() if k in fields} for d in result]
+        )
     elif output == "csv":
-        _print_csv(result, ["date", "usage"])
+        _write_csv(["date", "usage", *operations], _usage_rows(result, operations))
     else:
-        _show_usage(result)
+        _show_usage(result, to_today=end is None)
 
 
 @app.command("package")
@@ -428,13 +681,17 @@ def package(
     tz: Zone = "UTC",
     key_in: KeyIn = "header",
     retries: Retries = 3,
+    output_format: Format = None,
     as_json: AsJson = False,
 ) -> None:
     """The record of one package."""
+    output = _output(as_json, False, output_format)
     with _client(ctx, base_url, tz, key_in, retries) as client:
         result = client.package(package_id)
-    if as_json:
+    if output == "json":
         _print_json(result)
+    elif output == "csv":
+        _write_csv(["field", "value"], _package_fields(result))
     else:
         _show_package(result)
 
@@ -444,30 +701,36 @@ def buyers(
     ctx: typer.Context,
     package_id: PackageId,
     every: Annotated[
-        bool, typer.Option("--all", help="Every buyer, walking the pages (a list).")
+        bool, typer.Option("--all", help="Every buyer, following the cursors (a list).")
     ] = False,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", help="Page size: 25 by default, 100 with --all (server max 100)."),
-    ] = None,
+    limit: Limit = None,
     page: Annotated[int | None, typer.Option("--page", help="Page number (default 1).")] = None,
+    cursor: Cursor = None,
     base_url: BaseUrl = None,
     tz: Zone = "UTC",
     key_in: KeyIn = "header",
     retries: Retries = 3,
+    output_format: Format = None,
     as_json: AsJson = False,
     as_csv: AsCsv = False,
 ) -> None:
     """The buyers of a paid package of your source: one page, or --all of them."""
-    output = _output(as_json, as_csv)
-    if every and page is not None:
-        _fail("--page and --all: --all walks every page", EXIT_USAGE)
+    output = _output(as_json, as_csv, output_format)
+    given = (("--all", every), ("--page", page is not None), ("--cursor", cursor is not None))
+    chosen = [option for option, on in given if on]
+    if len(chosen) > 1:
+        _fail(f"{' and '.join(chosen)}: choose one way to page", EXIT_USAGE)
     rows: Sequence[Buyer]
-    result: BuyersPage | list[Buyer]
+    result: BuyersPage | BuyersCursorPage | list[Buyer]
     with _client(ctx, base_url, tz, key_in, retries) as client:
         if every:
-            result = rows = list(client.iter_buyers(package_id, page_size=limit or 100))
+            result = rows = _walk(client.iter_buyers(package_id, page_size=limit or 100), "buyers")
             caption = f"{len(rows):,} buyers of {package_id}"
+        elif cursor is not None:
+            result = client.buyers(package_id, limit or 25, cursor=cursor)
+            rows = result.buyers
+            more = "more follow (--cursor)" if result.has_more else "the last page"
+            caption = f"{len(rows):,} of {result.total:,} buyers; {more}"
         else:
             result = client.buyers(package_id, limit=limit or 25, page=page or 1)
             rows = result.buyers
@@ -476,9 +739,178 @@ def buyers(
                 f"page {result.page}: buyers {first:,}-{result.start + len(rows):,} "
                 f"of {result.total:,} ({result.limit} per page)"
             )
+    if not _print(output, result, Buyer, rows):
+        _show_buyers(rows, caption)
+
+
+@app.command("packages")
+def packages(
+    ctx: typer.Context,
+    paid: Annotated[
+        bool | None, typer.Option("--paid/--free", help="Only paid, or only free packages.")
+    ] = None,
+    online: Annotated[
+        bool | None, typer.Option("--online/--offline", help="Only online, or only offline.")
+    ] = None,
+    every: Every = False,
+    limit: Limit = None,
+    cursor: Cursor = None,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    output_format: Format = None,
+    as_json: AsJson = False,
+    as_csv: AsCsv = False,
+) -> None:
+    """Your source's packages, online and offline, by identifier: one page, or --all."""
+    output = _output(as_json, as_csv, output_format)
+    if every and cursor is not None:
+        _fail("--all and --cursor: --all starts at the first page", EXIT_USAGE)
+    result: PackagesPage | list[SourcePackage]
+    rows: Sequence[SourcePackage]
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        if every:
+            walk = client.iter_packages(paid=paid, online=online, page_size=limit or 100)
+            result = rows = _walk(walk, "packages")
+            caption = f"{len(rows):,} packages"
+        else:
+            result = client.packages(paid=paid, online=online, limit=limit or 25, cursor=cursor)
+            rows = result.packages
+            more = "more follow (--cursor, or --all)" if result.has_more else "the last page"
+            caption = f"{len(rows):,} packages; {more}"
+    if not _print(output, result, SourcePackage, rows):
+        _show_rows(SourcePackage, rows, lambda: _packages_table(rows, caption))
+
+
+@app.command("check")
+def check(
+    ctx: typer.Context,
+    package_id: PackageId,
+    nickname: Annotated[
+        str | None, typer.Option("--nickname", help="The buyer's nickname.")
+    ] = None,
+    account: Annotated[
+        str | None, typer.Option("--account", help="The buyer's account id.")
+    ] = None,
+    udid: Annotated[
+        str | None, typer.Option("--udid", help="A device id the buyer registered.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The device's model (with --udid).")
+    ] = None,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    output_format: Format = None,
+    as_json: AsJson = False,
+    as_csv: AsCsv = False,
+) -> None:
+    """Whether a buyer, or a device, owns a package of your source (exit 0 either way)."""
+    output = _output(as_json, as_csv, output_format)
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        result = client.check(
+            package_id, nickname=nickname, account=account, udid=udid, model=model
+        )
+    row = _ownership_row(result)
     if output == "json":
         _print_json(result)
     elif output == "csv":
-        _print_csv(rows, [f.name for f in dataclasses.fields(Buyer)])
+        _write_csv(list(row), [list(row.values())])
     else:
-        _show_buyers(rows, caption)
+        values = [(name, None if value == "" else value) for name, value in row.items()]
+        title = f"{result.package}: {'owned' if result.owned else 'not owned'}"
+        show([Column(n) for n in row], [list(row.values())], lambda: _record_table(title, values))
+
+
+def _ownership_row(result: Ownership) -> dict[str, str]:
+    """The check as one flat row: the purchase's fields beside the others."""
+    purchase = result.purchase
+    return {
+        "package": result.package,
+        "owned": "true" if result.owned else "false",
+        "since": _cell(result.since),
+        "txn_id": purchase.txn_id if purchase else "",
+        "allowed_for": purchase.allowed_for if purchase else "",
+    }
+
+
+@app.command("sales")
+def sales(
+    ctx: typer.Context,
+    start: Annotated[
+        datetime | None, _day_option("--start", "First day [default: end - 29 days].")
+    ] = None,
+    end: Annotated[datetime | None, _day_option("--end", "Last day [default: today].")] = None,
+    package_id: Annotated[
+        str | None, typer.Option("--package", metavar="ID", help="Only this package's purchases.")
+    ] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="completed, refunded or chargeback.")
+    ] = None,
+    totals_only: Annotated[
+        bool, typer.Option("--totals", help="Only the totals per currency (one request).")
+    ] = False,
+    every: Every = False,
+    limit: Limit = None,
+    cursor: Cursor = None,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    output_format: Format = None,
+    as_json: AsJson = False,
+    as_csv: AsCsv = False,
+) -> None:
+    """Your sales ledger, newest first, with the totals per currency: one page, or --all."""
+    output = _output(as_json, as_csv, output_format)
+    if every and cursor is not None:
+        _fail("--all and --cursor: --all starts at the first page", EXIT_USAGE)
+    first_day, last_day = _day(start), _day(end)
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        if every and not totals_only:
+            pages = _walk(
+                client.sales_pages(
+                    start=first_day,
+                    end=last_day,
+                    package_id=package_id,
+                    status=status,
+                    page_size=limit or 100,
+                ),
+                "sales",
+                lambda p: len(p.sales),
+            )
+            first = pages[0]
+            rows: Sequence[Sale] = [sale for page in pages for sale in page.sales]
+            result: SalesPage = dataclasses.replace(
+                first, sales=tuple(rows), limit=len(rows), has_more=False, cursor=None
+            )
+            caption = f"{len(rows):,} sales"
+        else:
+            size = 1 if totals_only else limit or 25
+            result = client.sales(
+                start=first_day,
+                end=last_day,
+                package_id=package_id,
+                status=status,
+                limit=size,
+                cursor=cursor,
+            )
+            rows = result.sales
+            more = "more follow (--cursor, or --all)" if result.has_more else "the last page"
+            caption = f"{len(rows):,} sales; {more}"
+    if totals_only:
+        if not _print(output, list(result.totals), SalesTotal, result.totals):
+            _show_rows(
+                SalesTotal,
+                result.totals,
+                lambda: _totals_table(result.totals, result.start, result.end),
+            )
+        return
+    if _print(output, result, Sale, rows):
+        return
+    _show_rows(Sale, rows, lambda: _sales_table(rows, caption))
+    out = Console()
+    if out.is_terminal:
+        print_table(_totals_table(result.totals, result.start, result.end), out)

@@ -16,9 +16,9 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
-from datetime import UTC, tzinfo
+from datetime import UTC, date, tzinfo
 from types import TracebackType
-from typing import Literal, Self, TypeVar
+from typing import Literal, Protocol, Self, TypeVar, overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import anyio
@@ -32,10 +32,41 @@ from pkgcat.client._errors import (
     ServerError,
     error_from_response,
 )
-from pkgcat.client._models import Buyer, BuyersPage, Package, UsageDay
-from pkgcat.client._shapes import MalformedResponse, read_buyers_page, read_package, read_usage
+from pkgcat.client._models import (
+    Buyer,
+    BuyersCursorPage,
+    BuyersPage,
+    Ownership,
+    Package,
+    PackagesPage,
+    Sale,
+    SalesPage,
+    SourcePackage,
+    UsageDay,
+)
+from pkgcat.client._shapes import (
+    MalformedResponse,
+    read_buyers_any,
+    read_buyers_cursor_page,
+    read_buyers_page,
+    read_ownership,
+    read_package,
+    read_packages_page,
+    read_sales_page,
+    read_usage,
+)
 
 T = TypeVar("T")
+
+
+class _CursorPage(Protocol):
+    @property
+    def has_more(self) -> bool: ...
+    @property
+    def cursor(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=_CursorPage)
 
 KeyPlacement = Literal["header", "query"]
 """Where the key travels: ``Authorization: Bearer`` (default) or the ``secret_key`` parameter."""
@@ -54,6 +85,9 @@ _KEY_CHARACTERS = re.compile(r"[\x21-\x7e]+")
 _USAGE = "/1.0/application/usage.json"
 _DETAILS = "/1.0/package/details.json"
 _BUYERS = "/1.0/package/buyers.json"
+_PACKAGES = "/1.0/source/packages.json"
+_CHECK = "/1.0/package/check.json"
+_SALES = "/1.0/source/sales.json"
 
 # Failures where the request may not have reached the server, or its answer was lost.
 # An unsupported scheme or a broken proxy setting will not fix itself: those are not retried.
@@ -94,6 +128,43 @@ def _envelope(content: bytes) -> tuple[tuple[int, object] | None, str]:
     return (code, body.get("response")), ""
 
 
+def _given(**values: str | int | bool | date | None) -> dict[str, str]:
+    """Query parameters of the values given: flags as 1/0, days as YYYY-MM-DD, ``None`` left out."""
+    params: dict[str, str] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            params[name] = "1" if value else "0"
+        elif isinstance(value, date):
+            params[name] = value.isoformat()
+        else:
+            params[name] = str(value)
+    return params
+
+
+def _follow(fetch: Callable[[str | None], P], cursor: str | None = None) -> Iterator[P]:
+    """Pages from ``cursor`` (the first without), following cursors until ``has_more`` is false."""
+    while True:
+        page = fetch(cursor)
+        yield page
+        if not page.has_more or page.cursor is None:
+            return
+        cursor = page.cursor
+
+
+async def _afollow(
+    fetch: Callable[[str | None], Awaitable[P]], cursor: str | None = None
+) -> AsyncIterator[P]:
+    """:func:`_follow` for ``async`` code."""
+    while True:
+        page = await fetch(cursor)
+        yield page
+        if not page.has_more or page.cursor is None:
+            return
+        cursor = page.cursor
+
+
 class _Core:
     """Configuration, requests, retries and the reading of answers; no I/O."""
 
@@ -132,8 +203,13 @@ class _Core:
 
     # --- the three operations, as exchanges --------------------------------------------
 
-    def usage(self, days: int) -> _Exchange[list[UsageDay]]:
-        return self._exchange(_USAGE, {"days": str(days)}, read_usage)
+    def usage(
+        self, days: int | None, start: date | None, end: date | None, by: str | None
+    ) -> _Exchange[list[UsageDay]]:
+        params = _given(days=days, start=start, end=end, by=by)
+        if days is None and start is None and end is None:
+            params["days"] = "30"
+        return self._exchange(_USAGE, params, read_usage)
 
     def package(self, package_id: str) -> _Exchange[Package]:
         return self._exchange(_DETAILS, {"package": package_id}, read_package)
@@ -141,6 +217,51 @@ class _Core:
     def buyers(self, package_id: str, limit: int, page: int) -> _Exchange[BuyersPage]:
         params = {"package": package_id, "limit": str(limit), "page": str(page)}
         return self._exchange(_BUYERS, params, read_buyers_page)
+
+    def buyers_walk(
+        self, package_id: str, limit: int, page: int | None, cursor: str
+    ) -> _Exchange[BuyersCursorPage]:
+        """A page in cursor mode; a ``page`` beside the cursor is sent for the server to refuse."""
+        params = _given(package=package_id, limit=limit, page=page, cursor=cursor)
+        return self._exchange(_BUYERS, params, read_buyers_cursor_page)
+
+    def buyers_any(self, package_id: str, limit: int) -> _Exchange[BuyersCursorPage | BuyersPage]:
+        """The first page of a walk: in cursor mode, or page 1 from a server without cursors."""
+        params = {"package": package_id, "limit": str(limit), "cursor": ""}
+        return self._exchange(_BUYERS, params, read_buyers_any)
+
+    def packages(
+        self, paid: bool | None, online: bool | None, limit: int, cursor: str | None
+    ) -> _Exchange[PackagesPage]:
+        params = _given(paid=paid, online=online, limit=limit, cursor=cursor)
+        return self._exchange(_PACKAGES, params, read_packages_page)
+
+    def check(
+        self,
+        package_id: str,
+        nickname: str | None,
+        account: str | None,
+        udid: str | None,
+        model: str | None,
+    ) -> _Exchange[Ownership]:
+        params = _given(
+            package=package_id, nickname=nickname, account=account, udid=udid, model=model
+        )
+        return self._exchange(_CHECK, params, read_ownership)
+
+    def sales(
+        self,
+        start: date | None,
+        end: date | None,
+        package_id: str | None,
+        status: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> _Exchange[SalesPage]:
+        params = _given(
+            start=start, end=end, package=package_id, status=status, limit=limit, cursor=cursor
+        )
+        return self._exchange(_SALES, params, read_sales_page)
 
     @staticmethod
     def is_last_page(page: BuyersPage) -> bool:
@@ -248,27 +369,146 @@ class Client:
     def base_url(self) -> str:
         return self._core.base_url
 
-    def usage(self, days: int = 30) -> list[UsageDay]:
-        """Requests per day of the calling application, oldest first (today is last)."""
-        return self._run(self._core.usage(days))
+    def usage(
+        self,
+        days: int | None = None,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        by: Literal["operation"] | None = None,
+    ) -> list[UsageDay]:
+        """Requests per day of the calling application, oldest first.
+
+        The last ``days`` days and today (30 when nothing is given), or the days from
+        ``start`` to ``end``; ``by="operation"`` splits each day by operation.
+        """
+        return self._run(self._core.usage(days, start, end, by))
 
     def package(self, package_id: str) -> Package:
         """The record of one package."""
         return self._run(self._core.package(package_id))
 
-    def buyers(self, package_id: str, limit: int = 25, page: int = 1) -> BuyersPage:
-        """One page of the buyers of a paid package of the caller's source."""
-        return self._run(self._core.buyers(package_id, limit, page))
+    @overload
+    def buyers(
+        self, package_id: str, limit: int = 25, page: int | None = None, cursor: None = None
+    ) -> BuyersPage: ...
+    @overload
+    def buyers(
+        self, package_id: str, limit: int = 25, page: None = None, *, cursor: str
+    ) -> BuyersCursorPage: ...
+    def buyers(
+        self,
+        package_id: str,
+        limit: int = 25,
+        page: int | None = None,
+        cursor: str | None = None,
+    ) -> BuyersPage | BuyersCursorPage:
+        """One page of the buyers of a paid package of the caller's source.
+
+        A numbered page (``page``, 1 by default), or with ``cursor`` a page in cursor
+        mode: ``cursor=""`` starts at the newest buyer.
+        """
+        if cursor is None:
+            return self._run(self._core.buyers(package_id, limit, page or 1))
+        return self._run(self._core.buyers_walk(package_id, limit, page, cursor))
 
     def iter_buyers(self, package_id: str, page_size: int = 100) -> Iterator[Buyer]:
-        """Every buyer, page after page, until the first short page."""
-        number = 1
-        while True:
-            page = self.buyers(package_id, limit=page_size, page=number)
-            yield from page.buyers
-            if self._core.is_last_page(page):
-                return
-            number += 1
+        """Every buyer, newest first, following cursors (page numbers on older servers)."""
+        first = self._run(self._core.buyers_any(package_id, page_size))
+        yield from first.buyers
+        if isinstance(first, BuyersPage):
+            page, number = first, 1
+            while not self._core.is_last_page(page):
+                number += 1
+                page = self.buyers(package_id, limit=page_size, page=number)
+                yield from page.buyers
+        elif first.has_more and first.cursor is not None:
+            pages = _follow(
+                lambda c: self.buyers(package_id, page_size, cursor=c or ""), first.cursor
+            )
+            for later in pages:
+                yield from later.buyers
+
+    def packages(
+        self,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+        limit: int = 25,
+        cursor: str | None = None,
+    ) -> PackagesPage:
+        """One page of the caller's own packages, by identifier."""
+        return self._run(self._core.packages(paid, online, limit, cursor))
+
+    def iter_packages(
+        self, *, paid: bool | None = None, online: bool | None = None, page_size: int = 100
+    ) -> Iterator[SourcePackage]:
+        """Every package of the caller's source, following cursors."""
+        for page in _follow(
+            lambda c: self.packages(paid=paid, online=online, limit=page_size, cursor=c)
+        ):
+            yield from page.packages
+
+    def check(
+        self,
+        package_id: str,
+        *,
+        nickname: str | None = None,
+        account: str | None = None,
+        udid: str | None = None,
+        model: str | None = None,
+    ) -> Ownership:
+        """Whether a buyer (by nickname or account) or a device (udid) owns a package."""
+        return self._run(self._core.check(package_id, nickname, account, udid, model))
+
+    def sales(
+        self,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        limit: int = 25,
+        cursor: str | None = None,
+    ) -> SalesPage:
+        """One page of the sales ledger, newest first, with the totals of the whole range."""
+        return self._run(self._core.sales(start, end, package_id, status, limit, cursor))
+
+    def sales_pages(
+        self,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[SalesPage]:
+        """Every page of the sales ledger, following cursors."""
+        return _follow(
+            lambda c: self.sales(
+                start=start,
+                end=end,
+                package_id=package_id,
+                status=status,
+                limit=page_size,
+                cursor=c,
+            )
+        )
+
+    def iter_sales(
+        self,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 100,
+    ) -> Iterator[Sale]:
+        """Every sale of the range, newest first, following cursors."""
+        for page in self.sales_pages(
+            start=start, end=end, package_id=package_id, status=status, page_size=page_size
+        ):
+            yield from page.sales
 
     def close(self) -> None:
         self._http.close()
@@ -328,28 +568,145 @@ class AsyncClient:
     def base_url(self) -> str:
         return self._core.base_url
 
-    async def usage(self, days: int = 30) -> list[UsageDay]:
-        """Requests per day of the calling application, oldest first (today is last)."""
-        return await self._run(self._core.usage(days))
+    async def usage(
+        self,
+        days: int | None = None,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        by: Literal["operation"] | None = None,
+    ) -> list[UsageDay]:
+        """Requests per day of the calling application, oldest first (see :meth:`Client.usage`)."""
+        return await self._run(self._core.usage(days, start, end, by))
 
     async def package(self, package_id: str) -> Package:
         """The record of one package."""
         return await self._run(self._core.package(package_id))
 
-    async def buyers(self, package_id: str, limit: int = 25, page: int = 1) -> BuyersPage:
-        """One page of the buyers of a paid package of the caller's source."""
-        return await self._run(self._core.buyers(package_id, limit, page))
+    @overload
+    async def buyers(
+        self, package_id: str, limit: int = 25, page: int | None = None, cursor: None = None
+    ) -> BuyersPage: ...
+    @overload
+    async def buyers(
+        self, package_id: str, limit: int = 25, page: None = None, *, cursor: str
+    ) -> BuyersCursorPage: ...
+    async def buyers(
+        self,
+        package_id: str,
+        limit: int = 25,
+        page: int | None = None,
+        cursor: str | None = None,
+    ) -> BuyersPage | BuyersCursorPage:
+        """One page of buyers: numbered, or with ``cursor`` in cursor mode (see :meth:`Client.buyers`)."""
+        if cursor is None:
+            return await self._run(self._core.buyers(package_id, limit, page or 1))
+        return await self._run(self._core.buyers_walk(package_id, limit, page, cursor))
 
     async def iter_buyers(self, package_id: str, page_size: int = 100) -> AsyncIterator[Buyer]:
-        """Every buyer, page after page, until the first short page (``async for``)."""
-        number = 1
-        while True:
-            page = await self.buyers(package_id, limit=page_size, page=number)
-            for buyer in page.buyers:
-                yield buyer
-            if self._core.is_last_page(page):
-                return
-            number += 1
+        """Every buyer, following cursors (page numbers on older servers; ``async for``)."""
+        first = await self._run(self._core.buyers_any(package_id, page_size))
+        for buyer in first.buyers:
+            yield buyer
+        if isinstance(first, BuyersPage):
+            page, number = first, 1
+            while not self._core.is_last_page(page):
+                number += 1
+                page = await self.buyers(package_id, limit=page_size, page=number)
+                for buyer in page.buyers:
+                    yield buyer
+        elif first.has_more and first.cursor is not None:
+            pages = _afollow(
+                lambda c: self.buyers(package_id, page_size, cursor=c or ""), first.cursor
+            )
+            async for later in pages:
+                for buyer in later.buyers:
+                    yield buyer
+
+    async def packages(
+        self,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+        limit: int = 25,
+        cursor: str | None = None,
+    ) -> PackagesPage:
+        """One page of the caller's own packages, by identifier."""
+        return await self._run(self._core.packages(paid, online, limit, cursor))
+
+    async def iter_packages(
+        self, *, paid: bool | None = None, online: bool | None = None, page_size: int = 100
+    ) -> AsyncIterator[SourcePackage]:
+        """Every package of the caller's source, following cursors (``async for``)."""
+        pages = _afollow(
+            lambda c: self.packages(paid=paid, online=online, limit=page_size, cursor=c)
+        )
+        async for page in pages:
+            for package in page.packages:
+                yield package
+
+    async def check(
+        self,
+        package_id: str,
+        *,
+        nickname: str | None = None,
+        account: str | None = None,
+        udid: str | None = None,
+        model: str | None = None,
+    ) -> Ownership:
+        """Whether a buyer (by nickname or account) or a device (udid) owns a package."""
+        return await self._run(self._core.check(package_id, nickname, account, udid, model))
+
+    async def sales(
+        self,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        limit: int = 25,
+        cursor: str | None = None,
+    ) -> SalesPage:
+        """One page of the sales ledger, newest first, with the totals of the whole range."""
+        return await self._run(self._core.sales(start, end, package_id, status, limit, cursor))
+
+    def sales_pages(
+        self,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[SalesPage]:
+        """Every page of the sales ledger, following cursors (``async for``)."""
+        return _afollow(
+            lambda c: self.sales(
+                start=start,
+                end=end,
+                package_id=package_id,
+                status=status,
+                limit=page_size,
+                cursor=c,
+            )
+        )
+
+    async def iter_sales(
+        self,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[Sale]:
+        """Every sale of the range, newest first, following cursors (``async for``)."""
+        pages = self.sales_pages(
+            start=start, end=end, package_id=package_id, status=status, page_size=page_size
+        )
+        async for page in pages:
+            for sale in page.sales:
+                yield sale
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
@@ -25,6 +25,8 @@ class UsageDay:
     """Midnight at the start of the day, aware."""
     usage: int
     """Number of API requests that day."""
+    operations: dict[str, int] | None = field(default=None, hash=False, compare=True)
+    """Requests per operation that day (``by="operation"``), only those with a count; else ``None``."""
 
     @property
     def day(self) -> dt.date:
@@ -157,3 +159,115 @@ class BuyersPage:
     """Number of buyers of the package, over every page."""
     page: int
     buyers: tuple[Buyer, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BuyersCursorPage:
+    """One page of a package's buyers in cursor mode (API 1.1): stable while purchases arrive."""
+
+    limit: int
+    total: int
+    """Number of buyers of the package, over every page."""
+    buyers: tuple[Buyer, ...]
+    has_more: bool
+    cursor: str | None
+    """Pass it back to get the next page; ``None`` when nothing follows."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePackage:
+    """One package of the caller's own source (``source/packages``, API 1.1)."""
+
+    package: str
+    name: str
+    version: str
+    online: bool
+    paid: bool
+    price: Decimal | None
+    """``None`` while a paid package's price is not known; ``Decimal("0.00")`` when free."""
+    currency: str
+    downloads: int
+    votes: int
+    rating: float | None
+    """Mean vote, 1 to 5; ``None`` without votes."""
+    updated: dt.datetime
+    """Release of this version, aware."""
+
+
+@dataclass(frozen=True, slots=True)
+class PackagesPage:
+    """One page of the caller's packages, by identifier."""
+
+    packages: tuple[SourcePackage, ...]
+    limit: int
+    has_more: bool
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Purchase:
+    """The purchase through which a buyer owns a package."""
+
+    txn_id: str
+    allowed_for: str
+    """``package`` (this package) or ``source`` (the whole source)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """Whether a buyer (or a device) owns a package (``package/check``, API 1.1)."""
+
+    package: str
+    owned: bool
+    since: dt.datetime | None
+    """Date of the earliest purchase that counts; ``None`` when not owned."""
+    purchase: Purchase | None
+
+
+@dataclass(frozen=True, slots=True)
+class Sale:
+    """One purchase in the sales ledger (``source/sales``, API 1.1)."""
+
+    txn_id: str
+    date: dt.datetime
+    package: str | None
+    """``None`` for a purchase of the whole source."""
+    allowed_for: str
+    nickname: str
+    status: str
+    """``Completed``, ``Refunded`` or ``Chargeback``."""
+    gross: Decimal
+    commission: Decimal
+    net: Decimal
+    currency: str
+    payment_platform: str
+
+
+@dataclass(frozen=True, slots=True)
+class SalesTotal:
+    """The totals of one currency over the whole range and filters (every page alike)."""
+
+    currency: str
+    sales: int
+    """Completed purchases."""
+    gross: Decimal
+    commission: Decimal
+    net: Decimal
+    """Sums over completed purchases."""
+    refunds: int
+    """Refunded and charged-back purchases."""
+    refunded: Decimal
+    """Their gross sum."""
+
+
+@dataclass(frozen=True, slots=True)
+class SalesPage:
+    """One page of the sales ledger, newest first, with the totals per currency."""
+
+    start: dt.date
+    end: dt.date
+    sales: tuple[Sale, ...]
+    totals: tuple[SalesTotal, ...]
+    limit: int
+    has_more: bool
+    cursor: str | None

@@ -22,11 +22,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timezone, tzinfo
+from datetime import UTC, date, datetime, timezone, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import TypeVar
 
-from pkgcat.client._models import Buyer, BuyersPage, Package, Relations, Source, UsageDay
+from pkgcat.client._models import (
+    Buyer,
+    BuyersCursorPage,
+    BuyersPage,
+    Ownership,
+    Package,
+    PackagesPage,
+    Purchase,
+    Relations,
+    Sale,
+    SalesPage,
+    SalesTotal,
+    Source,
+    SourcePackage,
+    UsageDay,
+)
 from pkgcat.client._relations import parse_relations
 
 T = TypeVar("T")
@@ -129,6 +144,27 @@ def _flag(value: object, where: str) -> bool:
     raise MalformedResponse(f"{where}: expected a flag (1 or 0), got {value!r}")
 
 
+def _day(value: object, where: str) -> date:
+    """A calendar day, ``YYYY-MM-DD``."""
+    try:
+        return date.fromisoformat(_text(value, where).strip())
+    except ValueError:
+        raise MalformedResponse(f"{where}: {value!r} is not a YYYY-MM-DD day") from None
+
+
+def _float(value: object, where: str) -> float:
+    """A number sent as a JSON number or as a decimal string."""
+    return float(_decimal(value, where))
+
+
+def _count(value: object, where: str) -> int:
+    """A count that may not be negative."""
+    count = _int(value, where)
+    if count < 0:
+        raise MalformedResponse(f"{where}: expected a count, got {value!r}")
+    return count
+
+
 def _list(value: object, where: str) -> list[object]:
     if not isinstance(value, list):
         raise MalformedResponse(f"{where}: expected a list, got {type(value).__name__}")
@@ -166,6 +202,17 @@ def _field(obj: Mapping[str, object], name: str, where: str, read: Callable[[obj
     return read(obj[name], path)
 
 
+def _nullable(
+    obj: Mapping[str, object], name: str, where: str, read: Callable[[object, str], T]
+) -> T | None:
+    """A field both shapes carry that may be ``null``: its absence is still malformed."""
+    path = f"{where}.{name}"
+    if name not in obj:
+        raise MalformedResponse(f"{path}: missing")
+    value = obj[name]
+    return None if value is None else read(value, path)
+
+
 def _a_only(
     obj: Mapping[str, object], name: str, where: str, read: Callable[[object, str], T]
 ) -> T | None:
@@ -177,8 +224,16 @@ def _a_only(
 # --- the three responses -----------------------------------------------------------------
 
 
+def _operations(value: object, where: str) -> dict[str, int]:
+    counts = _object(value, where)
+    return {str(name): _count(count, f"{where}.{name}") for name, count in counts.items()}
+
+
 def read_usage(value: object, zone: tzinfo) -> list[UsageDay]:
-    """The usage entries (spec 2.1), in the server's order (oldest first)."""
+    """The usage entries (spec 2.1), in the server's order (oldest first).
+
+    ``operations`` is read when the entry has it (``by=operation``), else ``None``.
+    """
     days: list[UsageDay] = []
     for n, item in enumerate(_list(value, "response")):
         where = f"response[{n}]"
@@ -187,6 +242,7 @@ def read_usage(value: object, zone: tzinfo) -> list[UsageDay]:
             UsageDay(
                 date=_field(entry, "date", where, lambda v, w: _date(v, w, zone)),
                 usage=_field(entry, "usage", where, _int),
+                operations=_a_only(entry, "operations", where, _operations),
             )
         )
     return days
@@ -248,15 +304,158 @@ def _buyer(value: object, where: str, zone: tzinfo) -> Buyer:
     )
 
 
+def _buyers(body: Mapping[str, object], where: str, zone: tzinfo) -> tuple[Buyer, ...]:
+    buyers = _field(body, "buyers", where, _list)
+    return tuple(_buyer(b, f"{where}.buyers[{n}]", zone) for n, b in enumerate(buyers))
+
+
 def read_buyers_page(value: object, zone: tzinfo) -> BuyersPage:
     """A buyers page (spec 2.4) and its buyers (2.5)."""
     where = "response"
     body = _object(value, where)
-    buyers = _field(body, "buyers", where, _list)
     return BuyersPage(
         start=_field(body, "start", where, _int),
         limit=_field(body, "limit", where, _int),
         total=_field(body, "total", where, _int),
         page=_field(body, "page", where, _int),
-        buyers=tuple(_buyer(b, f"{where}.buyers[{n}]", zone) for n, b in enumerate(buyers)),
+        buyers=_buyers(body, where, zone),
+    )
+
+
+# --- API 1.1: cursor lists and the check ----------------------------------------------------
+
+
+def _walk_position(body: Mapping[str, object], where: str) -> tuple[bool, str | None]:
+    """``has_more`` and ``cursor``; more to come with no cursor to ask for it is malformed."""
+    has_more = _field(body, "has_more", where, _flag)
+    cursor = _nullable(body, "cursor", where, _text) or None
+    if has_more and cursor is None:
+        raise MalformedResponse(f"{where}.cursor: null while has_more is true")
+    return has_more, cursor
+
+
+def read_buyers_cursor_page(value: object, zone: tzinfo) -> BuyersCursorPage:
+    """A buyers page in cursor mode."""
+    where = "response"
+    body = _object(value, where)
+    has_more, cursor = _walk_position(body, where)
+    return BuyersCursorPage(
+        limit=_field(body, "limit", where, _int),
+        total=_field(body, "total", where, _int),
+        buyers=_buyers(body, where, zone),
+        has_more=has_more,
+        cursor=cursor,
+    )
+
+
+def read_buyers_any(value: object, zone: tzinfo) -> BuyersCursorPage | BuyersPage:
+    """A cursor-mode page, or a numbered page from a server that does not know cursors.
+
+    A server before API 1.1 ignores ``cursor`` and answers page 1 with ``page`` and no
+    ``has_more``; the walk then goes on by page numbers.
+    """
+    body = _object(value, "response")
+    if "has_more" not in body and "page" in body:
+        return read_buyers_page(value, zone)
+    return read_buyers_cursor_page(value, zone)
+
+
+def _source_package(value: object, where: str, zone: tzinfo) -> SourcePackage:
+    item = _object(value, where)
+    return SourcePackage(
+        package=_field(item, "package", where, _text),
+        name=_field(item, "name", where, _text),
+        version=_field(item, "version", where, _text),
+        online=_field(item, "online", where, _flag),
+        paid=_field(item, "paid", where, _flag),
+        price=_nullable(item, "price", where, _price),
+        currency=_field(item, "currency", where, _text),
+        downloads=_field(item, "downloads", where, _count),
+        votes=_field(item, "votes", where, _count),
+        rating=_nullable(item, "rating", where, _float),
+        updated=_field(item, "updated", where, lambda v, w: _date(v, w, zone)),
+    )
+
+
+def read_packages_page(value: object, zone: tzinfo) -> PackagesPage:
+    """A page of the caller's packages (``source/packages``)."""
+    where = "response"
+    body = _object(value, where)
+    items = _field(body, "packages", where, _list)
+    has_more, cursor = _walk_position(body, where)
+    return PackagesPage(
+        packages=tuple(
+            _source_package(p, f"{where}.packages[{n}]", zone) for n, p in enumerate(items)
+        ),
+        limit=_field(body, "limit", where, _int),
+        has_more=has_more,
+        cursor=cursor,
+    )
+
+
+def _purchase(value: object, where: str) -> Purchase:
+    item = _object(value, where)
+    return Purchase(
+        txn_id=_field(item, "txn_id", where, _text),
+        allowed_for=_field(item, "allowed_for", where, _text),
+    )
+
+
+def read_ownership(value: object, zone: tzinfo) -> Ownership:
+    """The answer of ``package/check``."""
+    where = "response"
+    body = _object(value, where)
+    return Ownership(
+        package=_field(body, "package", where, _text),
+        owned=_field(body, "owned", where, _flag),
+        since=_nullable(body, "since", where, lambda v, w: _date(v, w, zone)),
+        purchase=_nullable(body, "purchase", where, _purchase),
+    )
+
+
+def _sale(value: object, where: str, zone: tzinfo) -> Sale:
+    item = _object(value, where)
+    return Sale(
+        txn_id=_field(item, "txn_id", where, _text),
+        date=_field(item, "date", where, lambda v, w: _date(v, w, zone)),
+        package=_nullable(item, "package", where, _text),
+        allowed_for=_field(item, "allowed_for", where, _text),
+        nickname=_field(item, "nickname", where, _text),
+        status=_field(item, "status", where, _text),
+        gross=_field(item, "gross", where, _decimal),
+        commission=_field(item, "commission", where, _decimal),
+        net=_field(item, "net", where, _decimal),
+        currency=_field(item, "currency", where, _text),
+        payment_platform=_field(item, "payment_platform", where, _text),
+    )
+
+
+def _total(value: object, where: str) -> SalesTotal:
+    item = _object(value, where)
+    return SalesTotal(
+        currency=_field(item, "currency", where, _text),
+        sales=_field(item, "sales", where, _count),
+        gross=_field(item, "gross", where, _decimal),
+        commission=_field(item, "commission", where, _decimal),
+        net=_field(item, "net", where, _decimal),
+        refunds=_field(item, "refunds", where, _count),
+        refunded=_field(item, "refunded", where, _decimal),
+    )
+
+
+def read_sales_page(value: object, zone: tzinfo) -> SalesPage:
+    """A page of the sales ledger (``source/sales``), with the totals of the whole range."""
+    where = "response"
+    body = _object(value, where)
+    sales = _field(body, "sales", where, _list)
+    totals = _field(body, "totals", where, _list)
+    has_more, cursor = _walk_position(body, where)
+    return SalesPage(
+        start=_field(body, "start", where, _day),
+        end=_field(body, "end", where, _day),
+        sales=tuple(_sale(s, f"{where}.sales[{n}]", zone) for n, s in enumerate(sales)),
+        totals=tuple(_total(t, f"{where}.totals[{n}]") for n, t in enumerate(totals)),
+        limit=_field(body, "limit", where, _int),
+        has_more=has_more,
+        cursor=cursor,
     )
