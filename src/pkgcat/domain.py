@@ -164,3 +164,74 @@ class RateDecision(NamedTuple):
     remaining: int
     reset_after: int
     """Seconds until the window resets (at least 1 when refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sale:
+    """One purchase of the sales ledger, with the identifier of the package it paid for."""
+
+    purchase: Purchase
+    package: str | None
+    """``None`` for a whole-source purchase."""
+
+
+class Ownership(NamedTuple):
+    """The purchase through which a buyer owns a package: the earliest qualifying one."""
+
+    purchased_at: datetime
+    txn_id: str
+    allowed_for: Scope
+
+
+@dataclass(frozen=True, slots=True)
+class SalesTotal:
+    """The sums of a sales ledger in one currency, over its whole range and filters."""
+
+    currency: str
+    sales: int
+    """Completed purchases."""
+    gross: Decimal
+    commission: Decimal
+    refunds: int
+    """Refunded and charged-back purchases."""
+    refunded: Decimal
+    """The gross amount of those."""
+
+
+@dataclass(frozen=True, slots=True)
+class PackagesPage:
+    """A page of a source's own packages; ``cursor`` resumes after it (``None``: the last page)."""
+
+    packages: tuple[Package, ...]
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SalesPage:
+    """A page of the sales ledger between two days, with the totals of the whole ledger."""
+
+    start: date
+    end: date
+    sales: tuple[Sale, ...]
+    totals: tuple[SalesTotal, ...]
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BuyersWalk:
+    """A page of buyers walked with cursors: ``total`` counts them all, as a page does."""
+
+    limit: int
+    total: int
+    buyers: tuple[Purchase, ...]
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Whether a buyer owns a package, and through which purchase (``None``: not owned)."""
+
+    package: str
+    ownership: Ownership | None

@@ -13,7 +13,20 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from pkgcat import keys
-from pkgcat.domain import BuyersPage, Caller, KeyRecord, Package, RateDecision, Shape, UsageDay
+from pkgcat.cursors import Cursors, key_position, text_position
+from pkgcat.domain import (
+    BuyersPage,
+    BuyersWalk,
+    Caller,
+    Check,
+    KeyRecord,
+    Package,
+    PackagesPage,
+    RateDecision,
+    SalesPage,
+    Shape,
+    UsageDay,
+)
 from pkgcat.errors import (
     InvalidArgument,
     PackageNotFound,
@@ -39,6 +52,12 @@ BLANK = " \t\n\r\x0b\x0c"
 
 The OpenAPI document states the same set (a package must hold another character)."""
 _REVOKED = "secret_key: unknown or revoked secret key"
+SALES_DAYS_DEFAULT = 30
+"""Days a sales ledger covers when ``start`` is not given (``end`` included)."""
+STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Chargeback"}
+"""Purchase statuses as a request spells them (any case) and as they are stored."""
+CURSOR_KEY = "cursor_key"
+"""The name of the per-database secret that signs cursors (migration 0005)."""
 
 
 def utc_now() -> datetime:
@@ -106,6 +125,7 @@ class CatalogueService:
         self._default_shape = default_shape
         self._default_timezone = default_timezone
         self._clock = clock
+        self._cursors: Cursors | None = None
 
     async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
         """Authenticate a request, spend one request of its limit and count it.
@@ -230,16 +250,219 @@ class CatalogueService:
         a page past the end is empty and still carries the true total.
         """
         limit, page = buyers_window(limit, page)
-        package = await self.package_details(caller, package_id)
-        if package.source.id != caller.application.source_id:
-            raise PermissionDenied(
-                f"package: {package_id!r} belongs to another source; "
-                "only its own source may read its buyers"
-            )
-        if package.is_free:
-            raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
+        package = await self._paid_own_package(caller, package_id)
         start = (page - 1) * limit
         found = await self._catalogue.buyers(package.id, package.source.id, limit, start)
         return BuyersPage(
             start=start, limit=limit, total=found.total, page=page, buyers=tuple(found.purchases)
         )
+
+    async def _own_package(self, caller: Caller, package_id: str, what: str) -> Package:
+        """One of the caller's own packages: code 8 when unknown (or offline elsewhere), else 12."""
+        package = await self.package_details(caller, package_id)
+        if package.source.id != caller.application.source_id:
+            raise PermissionDenied(
+                f"package: {package_id!r} belongs to another source; "
+                f"only its own source may read {what}"
+            )
+        return package
+
+    async def _paid_own_package(self, caller: Caller, package_id: str) -> Package:
+        package = await self._own_package(caller, package_id, "its buyers")
+        if package.is_free:
+            raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
+        return package
+
+    async def cursors(self) -> Cursors:
+        """The cursors of this database, keyed once with its ``cursor_key`` secret."""
+        if self._cursors is None:
+            value = await self._catalogue.secret(CURSOR_KEY)
+            if value is None:
+                raise RuntimeError("no cursor key in the database: run `pkgcat database upgrade`")
+            self._cursors = Cursors.from_hex(value)
+        return self._cursors
+
+    async def buyers_walk(
+        self, caller: Caller, package_id: str, limit: int, cursor: str
+    ) -> BuyersWalk:
+        """Buyers in cursor mode: right after the position ``cursor`` holds ("" starts anew).
+
+        Keyset positions: buyers that arrive during a walk never shift it.
+        """
+        limit, _ = buyers_window(limit, 1)
+        package_id = package_identifier(package_id)
+        cursors = await self.cursors()
+        filters = (("package", package_id),)
+        source_id = caller.application.source_id
+        after = (
+            key_position(cursors.read(cursor, "package/buyers", source_id, filters))
+            if cursor
+            else None
+        )
+        package = await self._paid_own_package(caller, package_id)
+        found = await self._catalogue.buyers_after(package.id, source_id, limit + 1, after)
+        more = len(found.purchases) > limit
+        buyers = tuple(found.purchases[:limit])
+        following = None
+        if more:
+            last = buyers[-1]
+            position = (int(last.purchased_at.timestamp()), last.txn_id)
+            following = cursors.make("package/buyers", source_id, filters, position)
+        return BuyersWalk(limit, found.total, buyers, following)
+
+    async def source_packages(
+        self,
+        caller: Caller,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+        limit: int = LIMIT_DEFAULT,
+        cursor: str | None = None,
+    ) -> PackagesPage:
+        """The caller's own source's packages (online or not) by identifier, one page."""
+        limit, _ = buyers_window(limit, 1)
+        cursors = await self.cursors()
+        filters = (("paid", _flag(paid)), ("online", _flag(online)))
+        source_id = caller.application.source_id
+        after = (
+            text_position(cursors.read(cursor, "source/packages", source_id, filters))
+            if cursor
+            else None
+        )
+        found = await self._catalogue.source_packages(
+            source_id, limit + 1, after, paid=paid, online=online
+        )
+        packages = tuple(found[:limit])
+        following = None
+        if len(found) > limit:
+            position = (packages[-1].package,)
+            following = cursors.make("source/packages", source_id, filters, position)
+        return PackagesPage(packages, limit, following)
+
+    async def check(
+        self,
+        caller: Caller,
+        package_id: str,
+        *,
+        nickname: str | None = None,
+        account: str | None = None,
+        udid: str | None = None,
+        model: str | None = None,
+    ) -> Check:
+        """Whether a buyer, known by one of nickname, account or device, owns a package.
+
+        Owned: a completed purchase of the package or of its whole source;
+        refunds and chargebacks never count; the earliest such purchase answers.
+        """
+        given = {
+            name: value
+            for name, value in (("nickname", nickname), ("account", account), ("udid", udid))
+            if value is not None
+        }
+        if len(given) != 1:
+            names = list(given)
+            # None given: the first is missing; several: the second is one too many.
+            raise InvalidArgument(
+                names[1] if names else "nickname",
+                "give exactly one of nickname, account and udid"
+                + (f" (got {' and '.join(names)})" if names else ""),
+            )
+        ((by, value),) = given.items()
+        if not value.strip(BLANK):
+            raise InvalidArgument(by, "empty; give a value")
+        if model is not None and by != "udid":
+            raise InvalidArgument("model", "only together with udid")
+        if model is not None and not model.strip(BLANK):
+            raise InvalidArgument("model", "empty; give a device model or leave it out")
+        package_id = package_identifier(package_id)
+        package = await self._own_package(caller, package_id, "who owns it")
+        owned = await self._catalogue.ownership(
+            caller.application.source_id, package.id, by, value, model
+        )
+        return Check(package.package, owned)
+
+    def sales_range(
+        self, caller: Caller, start: date | None, end: date | None
+    ) -> tuple[date, date]:
+        """The days a sales ledger covers, in the caller's zone: by default the last 30."""
+        today = caller.today
+        if end is None:
+            end = today
+        elif end > today:
+            raise InvalidArgument("end", f"{end} is after today ({today})")
+        if start is None:
+            start = end - timedelta(days=SALES_DAYS_DEFAULT - 1)
+        elif start > end:
+            raise InvalidArgument("start", f"{start} is after end ({end})")
+        if (end - start).days + 1 > DAYS_MAX:
+            raise InvalidArgument("start", f"the range may hold at most {DAYS_MAX} days")
+        return start, end
+
+    async def sales(
+        self,
+        caller: Caller,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+        package_id: str | None = None,
+        status: str | None = None,
+        limit: int = LIMIT_DEFAULT,
+        cursor: str | None = None,
+    ) -> SalesPage:
+        """One page of the sales ledger, newest first, with totals over the whole ledger.
+
+        Days are the caller's zone's: from midnight of ``start`` to midnight after
+        ``end`` (zoneinfo gives the instants, so a day of a DST change is 23 or 25 hours).
+        """
+        limit, _ = buyers_window(limit, 1)
+        start, end = self.sales_range(caller, start, end)
+        stored_status = None
+        if status is not None:
+            stored_status = STATUSES.get(status.strip(BLANK).lower())
+            if stored_status is None:
+                raise InvalidArgument(
+                    "status", f"must be completed, refunded or chargeback, got {status!r}"
+                )
+        package_row_id = None
+        if package_id is not None:
+            package_id = package_identifier(package_id)
+        cursors = await self.cursors()
+        source_id = caller.application.source_id
+        filters = (
+            ("start", start.isoformat()),
+            ("end", end.isoformat()),
+            ("package", package_id),
+            ("status", stored_status),
+        )
+        after = (
+            key_position(cursors.read(cursor, "source/sales", source_id, filters))
+            if cursor
+            else None
+        )
+        if package_id is not None:
+            package_row_id = (await self._own_package(caller, package_id, "its sales")).id
+        first = int(_midnight(start, caller.timezone))
+        stop = int(_midnight(end + timedelta(days=1), caller.timezone))
+        found = await self._catalogue.sales(
+            source_id,
+            first,
+            stop,
+            limit + 1,
+            after,
+            package_row_id=package_row_id,
+            status=stored_status,
+        )
+        totals = await self._catalogue.sales_totals(
+            source_id, first, stop, package_row_id=package_row_id, status=stored_status
+        )
+        sales = tuple(found[:limit])
+        following = None
+        if len(found) > limit:
+            last = sales[-1].purchase
+            position = (int(last.purchased_at.timestamp()), last.txn_id)
+            following = cursors.make("source/sales", source_id, filters, position)
+        return SalesPage(start, end, sales, tuple(totals), limit, following)
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)

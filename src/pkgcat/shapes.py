@@ -17,7 +17,18 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from pkgcat.domain import BuyersPage, Package, Purchase, Shape, UsageDay
+from pkgcat.domain import (
+    BuyersPage,
+    BuyersWalk,
+    Check,
+    Package,
+    PackagesPage,
+    Purchase,
+    SalesPage,
+    SalesTotal,
+    Shape,
+    UsageDay,
+)
 
 _B_DATE = "%Y-%m-%d %H:%M:%S"
 _B_USAGE_DATE = "%d-%m-%Y %H:%M:%S"
@@ -136,4 +147,109 @@ def buyers_body(page: BuyersPage, shape: Shape, zone: ZoneInfo) -> dict[str, Any
         "total": str(page.total),
         "page": page.page,
         "buyers": [_buyer(p, shape, zone) for p in page.buyers],
+    }
+
+
+# The seller operations (docs/api.md): JSON types proper (integers, booleans, null);
+# the shapes differ only in package dates and addresses; purchase dates are ISO 8601
+# with offset in both, as buyers' are.
+
+
+def buyers_walk_body(walk: BuyersWalk, shape: Shape, zone: ZoneInfo) -> dict[str, Any]:
+    """Buyers in cursor mode: the buyers of page mode, with ``has_more`` and ``cursor``."""
+    return {
+        "limit": walk.limit,
+        "total": str(walk.total),
+        "buyers": [_buyer(p, shape, zone) for p in walk.buyers],
+        "has_more": walk.cursor is not None,
+        "cursor": walk.cursor,
+    }
+
+
+def _rating(package: Package) -> float | None:
+    if package.total_votes <= 0:
+        return None
+    return round(package.total_value_votes / package.total_votes, 2)
+
+
+def _own_package(package: Package, shape: Shape, zone: ZoneInfo) -> dict[str, Any]:
+    released = package.released_at.astimezone(zone)
+    return {
+        "package": package.package,
+        "name": package.name,
+        "version": package.version,
+        "online": package.online,
+        "paid": not package.is_free,
+        "price": None if package.price is None else _amount(package.price),
+        "currency": package.currency,
+        "downloads": package.total_download,
+        "votes": package.total_votes,
+        "rating": _rating(package),
+        "updated": released.isoformat() if shape == "A" else released.strftime(_B_DATE),
+    }
+
+
+def source_packages_body(page: PackagesPage, shape: Shape, zone: ZoneInfo) -> dict[str, Any]:
+    """A page of the caller's own packages."""
+    return {
+        "packages": [_own_package(p, shape, zone) for p in page.packages],
+        "limit": page.limit,
+        "has_more": page.cursor is not None,
+        "cursor": page.cursor,
+    }
+
+
+def check_body(check: Check, zone: ZoneInfo) -> dict[str, Any]:
+    """An ownership check; the same in both shapes (a purchase date only)."""
+    owned = check.ownership
+    if owned is None:
+        return {"package": check.package, "owned": False, "since": None, "purchase": None}
+    return {
+        "package": check.package,
+        "owned": True,
+        "since": owned.purchased_at.astimezone(zone).isoformat(),
+        "purchase": {"txn_id": owned.txn_id, "allowed_for": owned.allowed_for},
+    }
+
+
+def _total(total: SalesTotal) -> dict[str, Any]:
+    return {
+        "currency": total.currency,
+        "sales": total.sales,
+        "gross": _amount(total.gross),
+        "commission": _amount(total.commission),
+        "net": _amount(total.gross - total.commission),
+        "refunds": total.refunds,
+        "refunded": _amount(total.refunded),
+    }
+
+
+def sales_body(page: SalesPage, zone: ZoneInfo) -> dict[str, Any]:
+    """A page of the sales ledger and its totals; the same in both shapes (purchase dates only)."""
+    sales = []
+    for sale in page.sales:
+        p = sale.purchase
+        sales.append(
+            {
+                "txn_id": p.txn_id,
+                "date": p.purchased_at.astimezone(zone).isoformat(),
+                "package": sale.package,
+                "allowed_for": p.allowed_for,
+                "nickname": p.nickname,
+                "status": p.status,
+                "gross": _amount(p.total),
+                "commission": _amount(p.commission),
+                "net": _amount(p.total - p.commission),
+                "currency": p.currency,
+                "payment_platform": p.payment_platform,
+            }
+        )
+    return {
+        "start": page.start.isoformat(),
+        "end": page.end.isoformat(),
+        "sales": sales,
+        "totals": [_total(t) for t in page.totals],
+        "limit": page.limit,
+        "has_more": page.cursor is not None,
+        "cursor": page.cursor,
     }

@@ -10,7 +10,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import alembic_config, current_revision, head_revision, upgrade
@@ -18,7 +18,10 @@ from pkgcat.storage.schema import metadata
 from tests.backends import PostgresDatabases
 from tests.conftest import BACKENDS
 
-TABLES = {"sources", "packages", "applications", "secret_keys", "purchases", "usage_days"}
+TABLES = {
+    "sources", "packages", "applications", "secret_keys", "purchases", "usage_days",
+    "buyer_devices", "usage_operations", "api_secrets",
+}  # fmt: skip
 
 
 @pytest.fixture(params=BACKENDS)
@@ -74,3 +77,90 @@ def test_every_migration_is_undone_and_redone(empty_url: str) -> None:
     assert tables(empty_url) & TABLES == set()
     command.upgrade(config, "head")
     assert differences(empty_url) == []
+
+
+def rows(url: str, query: str) -> list[tuple[object, ...]]:
+    engine = engine_for(url)
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(text(query))]
+    finally:
+        engine.dispose()
+
+
+def generation(url: str) -> int:
+    [(value,)] = rows(url, "SELECT value FROM catalogue_generation")
+    assert isinstance(value, int)
+    return value
+
+
+def execute(url: str, *statements: str) -> None:
+    """Each statement in a transaction of its own."""
+    engine = engine_for(url)
+    try:
+        for statement in statements:
+            with engine.begin() as connection:
+                connection.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def test_each_database_gets_its_own_cursor_key(empty_url: str, tmp_path: Path) -> None:
+    upgrade(empty_url)
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    upgrade(other)
+    keys = []
+    for url in (empty_url, other):
+        [(name, key)] = rows(url, "SELECT name, value FROM api_secrets")
+        assert name == "cursor_key"
+        assert isinstance(key, str)
+        assert len(key) == 64
+        bytes.fromhex(key)
+        keys.append(key)
+    assert keys[0] != keys[1]
+
+
+def test_a_change_to_buyers_devices_moves_the_catalogue_generation(empty_url: str) -> None:
+    upgrade(empty_url)
+    execute(empty_url, "INSERT INTO sources (id, name, url, created_at) VALUES (1, 's', 'u', 0)")
+    steps = [
+        "INSERT INTO buyer_devices (source_id, nickname, udid) VALUES (1, 'ann', 'abc')",
+        "UPDATE buyer_devices SET device_model = 'iPhone10,3'",
+        "DELETE FROM buyer_devices",
+    ]
+    for step in steps:
+        before = generation(empty_url)
+        execute(empty_url, step)
+        assert generation(empty_url) > before, step
+    execute(
+        empty_url,
+        "INSERT INTO applications (id, source_id, name, created_at) VALUES (1, 1, 'a', 0)",
+    )
+    before = generation(empty_url)
+    execute(
+        empty_url,
+        "INSERT INTO usage_operations (application_id, day, operation, count)"
+        " VALUES (1, '2026-01-01', 'package/details', 1)",
+    )
+    assert generation(empty_url) == before
+
+
+def test_undoing_0005_keeps_the_purchase_triggers(empty_url: str) -> None:
+    """Its purchase columns go in place: a rebuilt table would lose the triggers of 0003."""
+    upgrade(empty_url)
+    command.downgrade(alembic_config(empty_url), "0004")
+    engine = engine_for(empty_url)
+    try:
+        columns = {c["name"] for c in inspect(engine).get_columns("purchases")}
+    finally:
+        engine.dispose()
+    assert columns.isdisjoint({"account", "udid", "device_model"})
+    execute(empty_url, "INSERT INTO sources (id, name, url, created_at) VALUES (1, 's', 'u', 0)")
+    before = generation(empty_url)
+    execute(
+        empty_url,
+        "INSERT INTO purchases (source_id, allowed_for, nickname, status, total, commission,"
+        " currency, purchased_at, txn_id, payment_platform)"
+        " VALUES (1, 'source', 'ann', 'Completed', '1.00', '0.10', 'USD', 0, 't1', 'PayPal')",
+    )
+    assert generation(empty_url) > before

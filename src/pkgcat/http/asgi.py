@@ -36,7 +36,8 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
-from pkgcat.http.routes import ROUTES, VERSION, Handler, Query, response_cache
+from pkgcat.http.params import Query, response_cache
+from pkgcat.http.routes import ROUTES, VERSION, Handler
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID

@@ -12,7 +12,7 @@ from typing import Any
 
 from pkgcat import __version__
 from pkgcat.errors import ERROR_TABLE, ApiError, InternalError, Unavailable
-from pkgcat.http.routes import INTEGER_MAX
+from pkgcat.http.params import INTEGER_MAX
 from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
 
 Schema = dict[str, Any]

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any, Generic, TypeVar
 
-from pkgcat.domain import KeyRecord, Package
+from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
 from pkgcat.storage.interfaces import (
     BuyerKey,
     BuyersHint,
@@ -46,7 +46,8 @@ MARK_EVERY = 100
 
 
 CACHE_SHARES: dict[str, float] = {
-    "responses": 1 / 2,  # rendered answers (http/routes.py)
+    "responses": 7 / 16,  # rendered answers (http/routes.py)
+    "sales": 1 / 16,  # sales totals per ledger (the same on every page of a walk)
     "packages": 1 / 4,
     "keys": 1 / 16,
     "totals": 1 / 16,  # buyers counted per package
@@ -178,6 +179,9 @@ class CachedCatalogue:
         self._marks: GenerationCache[int, list[BuyerKey]] = GenerationCache(
             cache_bytes(max_bytes, "marks")
         )
+        self._sales: GenerationCache[tuple[object, ...], list[SalesTotal]] = GenerationCache(
+            cache_bytes(max_bytes, "sales")
+        )
 
     async def generation(self) -> int:
         self._generation = self._changes.current()
@@ -260,6 +264,67 @@ class CachedCatalogue:
         self, package_row_id: int, source_id: int, every: int
     ) -> tuple[int, list[BuyerKey]]:
         return await self._reader.buyer_marks(package_row_id, source_id, every)
+
+    # The seller operations' pages pass through (their answers are cached rendered by the
+    # HTTP layer); sales totals are kept per generation, as every page of a walk shares them.
+
+    async def buyers_after(
+        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
+    ) -> BuyersSlice:
+        return await self._reader.buyers_after(package_row_id, source_id, limit, after)
+
+    async def source_packages(
+        self,
+        source_id: int,
+        limit: int,
+        after: str | None,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+    ) -> list[Package]:
+        return await self._reader.source_packages(source_id, limit, after, paid=paid, online=online)
+
+    async def ownership(
+        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
+    ) -> Ownership | None:
+        return await self._reader.ownership(source_id, package_row_id, by, value, model)
+
+    async def sales(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        limit: int,
+        after: BuyerKey | None,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[Sale]:
+        return await self._reader.sales(
+            source_id, first, end, limit, after, package_row_id=package_row_id, status=status
+        )
+
+    async def sales_totals(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[SalesTotal]:
+        generation = self._generation
+        key = (source_id, first, end, package_row_id, status)
+        found = self._sales.get(generation, key)
+        if found is None:
+            found = await self._reader.sales_totals(
+                source_id, first, end, package_row_id=package_row_id, status=status
+            )
+            self._sales.put(generation, key, found)
+        return found
+
+    async def secret(self, name: str) -> str | None:
+        return await self._reader.secret(name)
 
     async def close(self) -> None:
         await self._reader.close()

@@ -19,7 +19,15 @@ from __future__ import annotations
 from datetime import date
 from typing import NamedTuple, Protocol
 
-from pkgcat.domain import KeyRecord, Package, Purchase, RateDecision
+from pkgcat.domain import (
+    KeyRecord,
+    Ownership,
+    Package,
+    Purchase,
+    RateDecision,
+    Sale,
+    SalesTotal,
+)
 
 BuyerKey = tuple[int, str]
 """Where a buyer stands in newest-first order: (purchased_at, txn_id)."""
@@ -146,6 +154,73 @@ class CatalogueReader(Protocol):
         self, package_row_id: int, source_id: int, every: int
     ) -> tuple[int, list[BuyerKey]]:
         """The generation read and the key of every ``every``-th buyer (1-based), in one snapshot."""
+        ...
+
+    async def buyers_after(
+        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
+    ) -> BuyersSlice:
+        """The total number of buyers and the ``limit`` buyers right after ``after`` (keyset).
+
+        ``None`` starts at the newest. One snapshot, as :meth:`buyers`.
+        """
+        ...
+
+    async def source_packages(
+        self,
+        source_id: int,
+        limit: int,
+        after: str | None,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+    ) -> list[Package]:
+        """A source's packages (online or not) by identifier, the first ``limit`` after ``after``.
+
+        ``paid`` and ``online`` keep only the packages that are (``True``) or are not so.
+        """
+        ...
+
+    async def ownership(
+        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
+    ) -> Ownership | None:
+        """The earliest completed purchase of the package or of its whole source by a buyer.
+
+        ``by`` is ``nickname``, ``account`` or ``udid`` (a device a buyer
+        registered with this source, with ``model`` if given). One indexed read.
+        """
+        ...
+
+    async def sales(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        limit: int,
+        after: BuyerKey | None,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[Sale]:
+        """Purchases of the source with ``first <= purchased_at < end``, newest first, after ``after``.
+
+        With ``package_row_id``, only that package's own purchases (allowed_for=package).
+        """
+        ...
+
+    async def sales_totals(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[SalesTotal]:
+        """Totals per currency (sorted) over the same purchases as :meth:`sales`, all of them."""
+        ...
+
+    async def secret(self, name: str) -> str | None:
+        """A per-database secret (migration 0005's ``api_secrets``), or ``None`` if absent."""
         ...
 
     async def close(self) -> None: ...

@@ -33,7 +33,7 @@ FROM secret_keys AS k JOIN applications AS a ON a.id = k.application_id
 WHERE k.key_hash = ? AND k.revoked_at IS NULL
 """
 
-PACKAGE = """
+PACKAGE_SELECT = """
 SELECT p.id, p.package, p.name, p.version, p.architecture, p.author, p.section,
        p.description, p.long_description, p.pre_depends, p.depends, p.conflicts,
        p.replaces, p.size, p.md5sum, p.sha256, p.compatible, p.total_download,
@@ -42,8 +42,9 @@ SELECT p.id, p.package, p.name, p.version, p.architecture, p.author, p.section,
        s.id AS source_id, COALESCE(NULLIF(s.label, ''), s.name) AS source_name,
        s.origin AS source_origin, s.url AS source_url
 FROM packages AS p JOIN sources AS s ON s.id = p.source_id
-WHERE p.package = ?
 """
+"""A package's columns (as :func:`package` reads them), for a WHERE clause to follow."""
+PACKAGE = PACKAGE_SELECT + "WHERE p.package = ?\n"
 
 GENERATION = "SELECT value FROM catalogue_generation WHERE id = 1"
 
@@ -53,19 +54,19 @@ BUYERS_COUNT = """
 SELECT (SELECT count(*) FROM purchases WHERE package_id = ?)
      + (SELECT count(*) FROM purchases WHERE source_id = ? AND allowed_for = 'source') AS total
 """
-_BUYER_COLUMNS = """nickname, status, total, commission, currency, purchased_at, txn_id,
+BUYER_COLUMNS = """nickname, status, total, commission, currency, purchased_at, txn_id,
        profile_url, allowed_for, payment_platform"""
 OWN = "package_id = ?"
 SOURCE_WIDE = "source_id = ? AND allowed_for = 'source'"
 # Resume after a known buyer (keyset seek): older, or as old with a later txn_id.
-_AFTER = "AND purchased_at <= ? AND NOT (purchased_at = ? AND txn_id <= ?)"
-_NEWEST_FIRST = "ORDER BY purchased_at DESC, txn_id ASC"
+AFTER = "AND purchased_at <= ? AND NOT (purchased_at = ? AND txn_id <= ?)"
+NEWEST_FIRST = "ORDER BY purchased_at DESC, txn_id ASC"
 
 
-def _stream(where: str, after: bool, columns: str = _BUYER_COLUMNS) -> str:
+def _stream(where: str, after: bool, columns: str = BUYER_COLUMNS) -> str:
     """One newest-first stream of buyers; assembled from the constants above only."""
-    seek = _AFTER if after else ""
-    return f"SELECT {columns} FROM purchases WHERE {where} {seek} {_NEWEST_FIRST} LIMIT ?"  # noqa: S608
+    seek = AFTER if after else ""
+    return f"SELECT {columns} FROM purchases WHERE {where} {seek} {NEWEST_FIRST} LIMIT ?"  # noqa: S608
 
 
 STREAMS = {
@@ -110,19 +111,19 @@ def seek_parameters(after: BuyerKey | None) -> tuple[object, ...]:
     return () if after is None else (after[0], after[0], after[1])
 
 
-def _buyer_order(row: Row) -> tuple[int, str]:
+def buyer_order(row: Row) -> tuple[int, str]:
     """Newest first, then txn_id: the merge key of two buyer streams."""
     return (-row["purchased_at"], row["txn_id"])
 
 
 def merged_page(streams: Iterable[Iterable[Row]], skip: int, take: int) -> Iterator[Row]:
     """``take`` buyers after the first ``skip`` of the newest-first merge of ``streams``."""
-    return islice(merge(*streams, key=_buyer_order), skip, skip + take)
+    return islice(merge(*streams, key=buyer_order), skip, skip + take)
 
 
 def marks(streams: Iterable[Iterable[Row]], every: int) -> list[BuyerKey]:
     """The sort key of every ``every``-th buyer of the merged streams."""
-    keys = merge(*streams, key=_buyer_order)
+    keys = merge(*streams, key=buyer_order)
     return [
         (row["purchased_at"], row["txn_id"])
         for position, row in enumerate(keys, start=1)
@@ -130,7 +131,7 @@ def marks(streams: Iterable[Iterable[Row]], every: int) -> list[BuyerKey]:
     ]
 
 
-def _utc(seconds: int) -> datetime:
+def utc(seconds: int) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
@@ -189,7 +190,7 @@ def package(row: Row) -> Package:
         icon=row["icon"],
         screenshots=tuple(orjson.loads(row["screenshots"])),
         url=row["url"],
-        released_at=_utc(row["released_at"]),
+        released_at=utc(row["released_at"]),
         source=Source(
             id=row["source_id"],
             name=row["source_name"],
@@ -207,7 +208,7 @@ def purchase(row: Row) -> Purchase:
         total=Decimal(row["total"]),
         commission=Decimal(row["commission"]),
         currency=row["currency"],
-        purchased_at=_utc(row["purchased_at"]),
+        purchased_at=utc(row["purchased_at"]),
         txn_id=row["txn_id"],
         profile_url=row["profile_url"],
         allowed_for=row["allowed_for"],

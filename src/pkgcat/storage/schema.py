@@ -164,6 +164,10 @@ purchases = Table(
     Column("txn_id", String(128), nullable=False, unique=True),
     Column("profile_url", Text, nullable=False, server_default=""),
     Column("payment_platform", String(64), nullable=False),
+    # The buyer's account id and device, when the operator's file gives them (migration 0005).
+    Column("account", String(128), nullable=True),
+    Column("udid", String(64), nullable=True),
+    Column("device_model", String(64), nullable=True),
     CheckConstraint(
         "(allowed_for = 'package' AND package_id IS NOT NULL)"
         " OR (allowed_for = 'source' AND package_id IS NULL)",
@@ -185,6 +189,16 @@ Index(
     purchases.c.purchased_at.desc(),
     purchases.c.txn_id,
 )
+# The sales ledger: a source's purchases of both scopes, newest first.
+Index(
+    "ix_purchases_source_sales",
+    purchases.c.source_id,
+    purchases.c.purchased_at.desc(),
+    purchases.c.txn_id,
+)
+# A purchase check by buyer: one buyer's purchases in a source are a short index range.
+Index("ix_purchases_source_nickname", purchases.c.source_id, purchases.c.nickname)
+Index("ix_purchases_source_account", purchases.c.source_id, purchases.c.account)
 
 catalogue_generation = Table(
     "catalogue_generation",
@@ -202,3 +216,34 @@ usage_days = Table(
     Column("day", String(10), primary_key=True),
     Column("count", BigInteger, nullable=False),
 )
+
+usage_operations = Table(
+    "usage_operations",
+    metadata,
+    Column("application_id", Integer, ForeignKey("applications.id"), primary_key=True),
+    Column("day", String(10), primary_key=True),
+    Column("operation", String(40), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
+"""usage_days split by operation: written in the same commit, so a day's counts sum to its total."""
+
+buyer_devices = Table(
+    "buyer_devices",
+    metadata,
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("nickname", Text, nullable=False),
+    Column("account", String(128), nullable=True),
+    Column("udid", String(64), nullable=False),
+    Column("device_model", String(64), nullable=True),
+    # Its index (source_id, udid, ...) also serves the lookup of a device's buyers.
+    UniqueConstraint("source_id", "udid", "nickname", name="uq_buyer_devices_key"),
+)
+"""The devices buyers registered in the operator's purchases (one buyer may have several)."""
+
+api_secrets = Table(
+    "api_secrets",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+"""Per-database secrets made by migration 0005 (``cursor_key``): every worker and host agrees."""

@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 from typing import Any
 
-from pkgcat.domain import KeyRecord, Package
-from pkgcat.storage import rows
+from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
+from pkgcat.storage import rows, seller_rows
 from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
@@ -34,6 +35,13 @@ _PACKAGE = rows.numbered(rows.PACKAGE)
 _BUYERS_COUNT = rows.numbered(rows.BUYERS_COUNT)
 _STREAMS = {key: rows.numbered(sql) for key, sql in rows.STREAMS.items()}
 _KEY_STREAMS = {key: rows.numbered(sql) for key, sql in rows.KEY_STREAMS.items()}
+_SECRET = rows.numbered(seller_rows.SECRET)
+
+
+@functools.lru_cache(maxsize=128)
+def _numbered(sql: str) -> str:
+    """A seller query (made from constants, a few dozen in all) with PostgreSQL's parameters."""
+    return rows.numbered(sql)
 
 
 class PostgresChanges:
@@ -208,6 +216,91 @@ class PostgresCatalogue:
                 for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
             ]
         return (-1 if value is None else int(value)), rows.marks(streams, every)
+
+    async def buyers_after(
+        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
+    ) -> BuyersSlice:
+        pool = await self._database.pool()
+        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            value = await db.fetchval(rows.GENERATION)
+            total = int(await db.fetchval(_BUYERS_COUNT, package_row_id, source_id))
+            streams = [
+                await db.fetch(
+                    _STREAMS[(where, after is not None)],
+                    ident,
+                    *rows.seek_parameters(after),
+                    limit,
+                )
+                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
+            ]
+        page = rows.merged_page(streams, 0, limit)
+        generation = -1 if value is None else int(value)
+        return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
+
+    async def source_packages(
+        self,
+        source_id: int,
+        limit: int,
+        after: str | None,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+    ) -> list[Package]:
+        if after is not None and "\x00" in after:  # PostgreSQL text cannot hold it
+            return []
+        # Identifiers compared byte by byte, as on SQLite, whatever the database's collation.
+        sql, parameters = seller_rows.source_packages(
+            source_id, limit, after, paid, online, ' COLLATE "C"'
+        )
+        pool = await self._database.pool()
+        return [rows.package(row) for row in await pool.fetch(_numbered(sql), *parameters)]
+
+    async def ownership(
+        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
+    ) -> Ownership | None:
+        if "\x00" in value or (model is not None and "\x00" in model):
+            return None  # PostgreSQL text cannot hold it: no buyer is known so
+        sql, parameters = seller_rows.ownership(source_id, package_row_id, by, value, model)
+        pool = await self._database.pool()
+        row = await pool.fetchrow(_numbered(sql), *parameters)
+        return None if row is None else seller_rows.owned(row)
+
+    async def sales(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        limit: int,
+        after: BuyerKey | None,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[Sale]:
+        statements = seller_rows.sales(source_id, first, end, limit, after, package_row_id, status)
+        pool = await self._database.pool()
+        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            streams = [
+                await db.fetch(_numbered(sql), *parameters) for sql, parameters in statements
+            ]
+        return [seller_rows.sale(row) for row in rows.merged_page(streams, 0, limit)]
+
+    async def sales_totals(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[SalesTotal]:
+        sql, parameters = seller_rows.sales_totals(source_id, first, end, package_row_id, status)
+        pool = await self._database.pool()
+        return seller_rows.totals(await pool.fetch(_numbered(sql), *parameters))
+
+    async def secret(self, name: str) -> str | None:
+        pool = await self._database.pool()
+        value = await pool.fetchval(_SECRET, name)
+        return None if value is None else str(value)
 
     async def close(self) -> None:
         await self._database.close()

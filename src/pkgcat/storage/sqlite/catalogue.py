@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from pkgcat.domain import KeyRecord, Package
-from pkgcat.storage import rows
+from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
+from pkgcat.storage import rows, seller_rows
 from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
 from pkgcat.storage.sqlite.connection import SqliteDatabase
 
@@ -132,6 +132,81 @@ class SqliteCatalogue:
             return generation, rows.marks(streams, every)
         finally:
             db.execute("COMMIT")
+
+    async def buyers_after(
+        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
+    ) -> BuyersSlice:
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            generation = read_generation(db)
+            total = int(db.execute(rows.BUYERS_COUNT, (package_row_id, source_id)).fetchone()[0])
+            streams = [
+                db.execute(
+                    rows.STREAMS[(where, after is not None)],
+                    (ident, *rows.seek_parameters(after), limit),
+                )
+                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
+            ]
+            page = rows.merged_page(streams, 0, limit)
+            return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
+        finally:
+            db.execute("COMMIT")
+
+    async def source_packages(
+        self,
+        source_id: int,
+        limit: int,
+        after: str | None,
+        *,
+        paid: bool | None = None,
+        online: bool | None = None,
+    ) -> list[Package]:
+        sql, parameters = seller_rows.source_packages(source_id, limit, after, paid, online)
+        return [rows.package(row) for row in self._db.execute(sql, parameters)]
+
+    async def ownership(
+        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
+    ) -> Ownership | None:
+        sql, parameters = seller_rows.ownership(source_id, package_row_id, by, value, model)
+        row = self._db.execute(sql, parameters).fetchone()
+        return None if row is None else seller_rows.owned(row)
+
+    async def sales(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        limit: int,
+        after: BuyerKey | None,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[Sale]:
+        statements = seller_rows.sales(source_id, first, end, limit, after, package_row_id, status)
+        db = self._db
+        db.execute("BEGIN")  # both streams from one snapshot
+        try:
+            streams = [db.execute(sql, parameters).fetchall() for sql, parameters in statements]
+        finally:
+            db.execute("COMMIT")
+        return [seller_rows.sale(row) for row in rows.merged_page(streams, 0, limit)]
+
+    async def sales_totals(
+        self,
+        source_id: int,
+        first: int,
+        end: int,
+        *,
+        package_row_id: int | None = None,
+        status: str | None = None,
+    ) -> list[SalesTotal]:
+        sql, parameters = seller_rows.sales_totals(source_id, first, end, package_row_id, status)
+        return seller_rows.totals(self._db.execute(sql, parameters))
+
+    async def secret(self, name: str) -> str | None:
+        row = self._db.execute(seller_rows.SECRET, (name,)).fetchone()
+        return None if row is None else str(row["value"])
 
     async def close(self) -> None:
         self._database.close()

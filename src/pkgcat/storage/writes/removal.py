@@ -3,9 +3,10 @@
 What depends on what (:mod:`pkgcat.storage.schema`)::
 
     source ── applications ── secret keys
-           │               └─ usage days
+           │               └─ usage days (and their split by operation)
            ├─ packages ──────── purchases of them
            ├─ purchases of the source itself
+           ├─ buyers' registered devices
            └─ imported package records
 
 A delete that would leave any of these behind is refused with an
@@ -48,6 +49,7 @@ _NOUNS = {
     "usage_days": ("day of usage", "days of usage"),
     "packages": ("package", "packages"),
     "purchases": ("purchase", "purchases"),
+    "buyer_devices": ("registered device", "registered devices"),
     "package_records": ("imported package record", "imported package records"),
 }
 
@@ -91,10 +93,12 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
     """Each kind of dependant of a source, in an order that deletes children first."""
     apps = _apps_of(source_id)
     return [
+        ("usage_operations", t.usage_operations, t.usage_operations.c.application_id.in_(apps)),
         ("usage_days", t.usage_days, t.usage_days.c.application_id.in_(apps)),
         ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
         ("applications", t.applications, t.applications.c.source_id == source_id),
         ("purchases", t.purchases, _source_purchases(source_id)),
+        ("buyer_devices", t.buyer_devices, t.buyer_devices.c.source_id == source_id),
         ("packages", t.packages, t.packages.c.source_id == source_id),
         ("package_records", t.package_records, t.package_records.c.source_id == source_id),
     ]
@@ -102,13 +106,22 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
 
 def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
     return [
+        (
+            "usage_operations",
+            t.usage_operations,
+            t.usage_operations.c.application_id == application_id,
+        ),
         ("usage_days", t.usage_days, t.usage_days.c.application_id == application_id),
         ("keys", t.secret_keys, t.secret_keys.c.application_id == application_id),
     ]
 
 
-# The order a message names them in: the direct dependants first.
-_SOURCE_ORDER = ("applications", "keys", "usage_days", "packages", "purchases", "package_records")
+# The order a message names them in: the direct dependants first. Usage by operation goes
+# with the usage days it splits, and is not named apart.
+_SOURCE_ORDER = (
+    "applications", "keys", "usage_days", "packages", "purchases", "buyer_devices",
+    "package_records",
+)  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days")
 
 
