@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -123,3 +124,19 @@ def test_the_vendored_chart_library_is_the_pinned_one() -> None:
     vendored = (ASSETS / "vendor" / "chart.umd.min.js").read_text()
     assert vendored.startswith(f"/*!\n * Chart.js v{version}\n"), "run make dashboard-vendor"
     assert "MIT" in (ASSETS / "vendor" / "chart.js.LICENSE.md").read_text()
+
+
+def test_the_demo_prints_the_dashboard_with_a_key_that_signs_in(run: Any) -> None:
+    printed = run("demo").stdout
+    key = re.search(r"secret key: (pkc_[0-9A-Za-z]{40})", printed)
+    link = re.search(r"dashboard: http://127\.0\.0\.1:8000(/\S*) ", printed)
+    assert key is not None, printed
+    assert link is not None, printed
+    assert link.group(1) == dashboard.PATH
+    assert key.group(1) not in link.group(0)
+    with TestClient(create_app(Settings(database_url=run.url))) as demo:
+        assert demo.get(link.group(1)).status_code == 200
+        usage = demo.get(
+            "/1.0/application/usage.json", headers={"Authorization": f"Bearer {key.group(1)}"}
+        )
+        assert usage.json()["code"] == 0
