@@ -6,6 +6,7 @@ installs it). Without it the tests skip with one line saying so, and fail under 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,9 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, ViewportSize, syn
 from tests.backends import unavailable
 from tests.servers import Served, demo_server
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("PKGCAT_TEST_CHROMIUM", "/usr/bin/chromium"))
+"""Debian's Chromium; the variable names another only to test what happens without it."""
+MISSING = "Chromium is missing for the dashboard's browser tests: make browser-deps installs it"
 FLAGS = [
     "--headless",
     "--no-sandbox",  # the tests may run as root, in a container
@@ -36,7 +39,7 @@ PHONE = ViewportSize(width=390, height=844)
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        unavailable("Chromium is missing for the dashboard's browser tests: make browser-deps")
+        unavailable(MISSING)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         yield launched
@@ -44,8 +47,8 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """The demo catalogue served on SQLite, shared by a module's tests."""
+def served(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The demo catalogue served on SQLite, shared by a module's tests (once there is a browser)."""
     with demo_server(tmp_path_factory.mktemp("dashboard")) as server:
         yield server
 

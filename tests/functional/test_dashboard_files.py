@@ -6,7 +6,10 @@ What the page does in a browser is tested in tests/browser/.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -140,3 +143,37 @@ def test_the_demo_prints_the_dashboard_with_a_key_that_signs_in(run: Any) -> Non
             "/1.0/application/usage.json", headers={"Authorization": f"Bearer {key.group(1)}"}
         )
         assert usage.json()["code"] == 0
+
+
+@pytest.mark.parametrize("ci", [None, "true"])
+def test_without_chromium_one_line_says_so_and_ci_fails(ci: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PKGCAT_TEST_CHROMIUM"] = str(PROJECT / "no-such-chromium")
+    if ci is not None:
+        env["CI"] = ci
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--no-cov",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/browser",
+        ],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    said = [line for line in ran.stdout.splitlines() if "make browser-deps" in line]
+    if ci is None:
+        assert ran.returncode == 0, ran.stdout
+        assert len(said) == 1, ran.stdout
+        assert re.fullmatch(r"skipped \d+ test\(s\): Chromium is missing.*", said[0]), said
+    else:
+        assert ran.returncode == 1, ran.stdout
+        assert "CI must run this test" in ran.stdout
