@@ -418,7 +418,7 @@ class CatalogueService:
         start, end = self.sales_range(caller, start, end)
         stored_status = None
         if status is not None:
-            stored_status = STATUSES.get(status.strip(BLANK).lower())
+            stored_status = STATUSES.get(status.lower())
             if stored_status is None:
                 raise InvalidArgument(
                     "status", f"must be completed, refunded or chargeback, got {status!r}"

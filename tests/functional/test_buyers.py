@@ -201,3 +201,78 @@ def test_new_purchases_show_on_the_next_request(
     assert first["buyers"][0]["txn_id"] == "A-FRESH"
     last = page(api, "alpha-a", "com.alpha.other", limit=100, page=3)
     assert len(last["buyers"]) == 33
+
+
+# Cursor mode (docs/api.md): keyset pages, stable while purchases arrive.
+
+
+def walk_buyers(api: Api, app: str, package: str, between: Any = None, **params: Any) -> list[str]:
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        body = page(api, app, package, cursor=cursor, **params)
+        assert list(body) == ["limit", "total", "buyers", "has_more", "cursor"]
+        assert body["has_more"] is (body["cursor"] is not None)
+        seen += [b["txn_id"] for b in body["buyers"]]
+        if body["cursor"] is None:
+            return seen
+        cursor = body["cursor"]
+        if between is not None:
+            between()
+
+
+def test_cursor_mode_answers_the_same_buyers_as_pages(api: Api, many: None) -> None:
+    first = page(api, "alpha-a", "com.alpha.other", limit=70, cursor="")
+    assert (first["limit"], first["total"], first["has_more"]) == (70, "232", True)
+    paged = page(api, "alpha-a", "com.alpha.other", limit=70)
+    assert first["buyers"] == paged["buyers"]
+    assert walk_buyers(api, "alpha-b", "com.alpha.other", limit=100) == [
+        b for n in range(1, 4) for b in
+        [x["txn_id"] for x in page(api, "alpha-a", "com.alpha.other", limit=100, page=n)["buyers"]]
+    ]  # fmt: skip
+
+
+def test_a_cursor_walk_sees_each_buyer_once_while_purchases_arrive(
+    admin: CatalogueAdmin, api: Api, clock: Clock, many: None
+) -> None:
+    before = set(walk_buyers(api, "alpha-a", "com.alpha.other", limit=100))
+    arrivals = iter(range(100))
+
+    def arrive() -> None:
+        n = next(arrivals)
+        admin.load(
+            purchases=[
+                f.purchase(1, 4, clock.now - timedelta(seconds=n), txn_id=f"NEW-{n}"),
+                f.purchase(1, None, clock.now - timedelta(seconds=30 + n), txn_id=f"NEWS-{n}"),
+            ]
+        )
+
+    seen = walk_buyers(api, "alpha-a", "com.alpha.other", between=arrive, limit=40)
+    assert len(seen) == len(set(seen))
+    assert before == set(seen)  # every new purchase is newer than the walk's first page
+
+
+def test_the_last_page_has_no_cursor(api: Api) -> None:
+    body = page(api, "alpha-a", "com.alpha.paid", cursor="")
+    assert (body["total"], body["has_more"], body["cursor"]) == ("3", False, None)
+    assert [b["txn_id"] for b in body["buyers"]] == ["P-NEW", "S-MID", "P-OLD"]
+
+
+def test_cursor_mode_refusals(api: Api, many: None) -> None:
+    cursor = page(api, "alpha-a", "com.alpha.other", limit=10, cursor="")["cursor"]
+    for app, package, params in (
+        ("alpha-a", "com.alpha.other", {"page": "2"}),  # with page
+        ("alpha-a", "com.alpha.paid", {}),  # another package's list
+        ("beta-a", "com.beta.paid", {}),  # another source
+        ("alpha-a", "com.alpha.other", {"cursor": cursor[::-1]}),
+        ("alpha-a", "com.alpha.other", {"cursor": cursor + "A"}),
+    ):
+        response = api.get(
+            BUYERS, api.keys[app], package=package, **({"cursor": cursor, "limit": 10} | params)
+        )
+        assert response.status_code == 400, (app, params)
+        assert response.json()["code"] == 2
+        assert response.json()["response"].startswith("cursor: ")
+    # Another source's package stays code 12 in cursor mode, as in page mode.
+    response = api.get(BUYERS, api.keys["beta-a"], package="com.alpha.paid", cursor="")
+    assert (response.status_code, response.json()["code"]) == (403, 12)

@@ -120,6 +120,67 @@ def _source(shape: str) -> Schema:
     return _object(props, f"Source, shape {shape} (spec 2.3).")
 
 
+DAY = r"^\d{4}-\d{2}-\d{2}$"
+SIGNED_DECIMAL = r"^-?\d+\.\d{2,}$"
+_SCOPE: Schema = {"type": "string", "enum": ["package", "source"]}
+_WALK: dict[str, Schema] = {
+    "has_more": {"type": "boolean", "description": "Whether another page follows."},
+    "cursor": {
+        "type": ["string", "null"],
+        "maxLength": 512,
+        "description": "Pass as `cursor` for the next page; null on the last page.",
+    },
+}
+
+
+def _nullable(schema: Schema) -> Schema:
+    return {**schema, "type": [schema["type"], "null"]}
+
+
+def _own_package(shape: str) -> Schema:
+    count: Schema = {"type": "integer", "minimum": 0}
+    return _object(
+        {
+            "package": _string("Identifier."),
+            "name": _string("Display name."),
+            "version": _string("Version string."),
+            "online": {"type": "boolean"},
+            "paid": {"type": "boolean"},
+            "price": _nullable(
+                _string("Price; '0.00' free; null while a paid price is unknown.", DECIMAL)
+            ),
+            "currency": _string("ISO 4217 currency code.", CURRENCY),
+            "downloads": count,
+            "votes": count,
+            "rating": {
+                "type": ["number", "null"],
+                "minimum": 1,
+                "maximum": 5,
+                "description": "Mean rating (2 decimals); null without votes.",
+            },
+            "updated": _string(
+                "When this version was released.", ISO_DATETIME if shape == "A" else B_DATE
+            ),
+        },
+        f"One of the caller's packages, shape {shape}.",
+    )
+
+
+def _packages_page(shape: str) -> Schema:
+    return _object(
+        {
+            "packages": {
+                "type": "array",
+                "items": _ref(f"OwnPackage{shape}"),
+                "maxItems": LIMIT_MAX,
+            },
+            "limit": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX},
+            **_WALK,
+        },
+        f"A page of the caller's packages, shape {shape}.",
+    )
+
+
 def _schemas() -> dict[str, Schema]:
     return {
         "UsageEntryA": _object(
@@ -179,6 +240,79 @@ def _schemas() -> dict[str, Schema]:
                 "buyers": {"type": "array", "items": _ref("Buyer"), "maxItems": LIMIT_MAX},
             },
             "A page of buyers (spec 2.4).",
+        ),
+        "BuyersWalk": _object(
+            {
+                "limit": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX},
+                "total": _string("Total number of buyers.", DIGITS),
+                "buyers": {"type": "array", "items": _ref("Buyer"), "maxItems": LIMIT_MAX},
+                **_WALK,
+            },
+            "Buyers in cursor mode (with `cursor`): keyset pages.",
+        ),
+        "OwnPackageA": _own_package("A"),
+        "OwnPackageB": _own_package("B"),
+        "SourcePackagesA": _packages_page("A"),
+        "SourcePackagesB": _packages_page("B"),
+        "Check": _object(
+            {
+                "package": _string("The package checked."),
+                "owned": {"type": "boolean"},
+                "since": _nullable(_string("When the owning purchase was made.", ISO_DATETIME)),
+                "purchase": {
+                    "oneOf": [
+                        _object(
+                            {"txn_id": _string("Its transaction id."), "allowed_for": _SCOPE},
+                            "The earliest completed purchase that owns the package.",
+                        ),
+                        {"type": "null"},
+                    ]
+                },
+            },
+            "Whether a buyer owns a package.",
+        ),
+        "Sale": _object(
+            {
+                "txn_id": _string("Transaction id at the payment platform."),
+                "date": _string("When the purchase was made.", ISO_DATETIME),
+                "package": _nullable(_string("The package; null for a whole-source purchase.")),
+                "allowed_for": _SCOPE,
+                "nickname": _string("Buyer's nickname."),
+                "status": _string("Completed, Refunded or Chargeback."),
+                "gross": _string("Amount paid.", DECIMAL),
+                "commission": _string("Commission on the amount.", DECIMAL),
+                "net": _string("gross - commission.", SIGNED_DECIMAL),
+                "currency": _string("ISO 4217 currency code.", CURRENCY),
+                "payment_platform": _string("Payment platform, lower case."),
+            },
+            "One purchase of the sales ledger.",
+        ),
+        "SalesTotal": _object(
+            {
+                "currency": _string("ISO 4217 currency code.", CURRENCY),
+                "sales": {"type": "integer", "minimum": 0, "description": "Completed count."},
+                "gross": _string("Sum of completed amounts.", DECIMAL),
+                "commission": _string("Sum of their commissions.", DECIMAL),
+                "net": _string("gross - commission.", SIGNED_DECIMAL),
+                "refunds": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Refunded and charged-back count.",
+                },
+                "refunded": _string("Sum of their amounts.", DECIMAL),
+            },
+            "Totals of one currency over the whole range and filters.",
+        ),
+        "SalesPage": _object(
+            {
+                "start": _string("First day (application's zone).", DAY),
+                "end": _string("Last day, included.", DAY),
+                "sales": {"type": "array", "items": _ref("Sale"), "maxItems": LIMIT_MAX},
+                "totals": {"type": "array", "items": _ref("SalesTotal")},
+                "limit": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX},
+                **_WALK,
+            },
+            "A page of the sales ledger, newest first, with the totals of all of it.",
         ),
         "Error": _object(
             {
@@ -293,6 +427,136 @@ _PACKAGE_PARAM: Schema = {
 }
 
 
+_LIMIT_PARAM = _int_param(
+    "limit",
+    f"Page size; values above {LIMIT_MAX} are clamped to {LIMIT_MAX}.",
+    LIMIT_DEFAULT,
+    1,
+    INTEGER_MAX,
+)
+
+
+def _param(name: str, description: str, schema: Schema, *, required: bool = False) -> Schema:
+    return {
+        "name": name,
+        "in": "query",
+        "required": required,
+        "description": description,
+        "schema": schema,
+    }
+
+
+_ANY_CASE_STATUS = "^({})$".format(
+    "|".join(
+        "".join(f"[{c.upper()}{c}]" for c in status)
+        for status in ("completed", "refunded", "chargeback")
+    )
+)
+"""The statuses in any case, written so that every regular-expression dialect reads it."""
+
+_CURSOR_PARAM = _param(
+    "cursor",
+    "The `cursor` of the previous page, unchanged; absent (or empty) for the first page.",
+    {"type": "string", "maxLength": 512},
+)
+
+
+def _flag(name: str, description: str) -> Schema:
+    return _param(name, description, {"type": "integer", "minimum": 0, "maximum": 1})
+
+
+def _seller_paths() -> dict[str, Schema]:
+    text: Schema = {"type": "string", "minLength": 1}
+    day: Schema = {"type": "string", "format": "date", "pattern": DAY}
+    return {
+        "/1.0/source/packages.json": {
+            "get": {
+                "operationId": "source_packages",
+                "tags": ["source"],
+                "summary": "The caller's own packages, online and offline",
+                "description": "By package identifier; cursor pagination.",
+                "parameters": [
+                    _flag("paid", "1: only paid packages; 0: only free ones."),
+                    _flag("online", "1: only online packages; 0: only offline ones."),
+                    _LIMIT_PARAM,
+                    _CURSOR_PARAM,
+                ],
+                "responses": {
+                    "200": _success(
+                        "A page of packages",
+                        # An empty page is both shapes' at once.
+                        {"anyOf": [_ref("SourcePackagesA"), _ref("SourcePackagesB")]},
+                    ),
+                    **_errors(2, 5, 7, 13, 15, arguments="paid, online, limit or cursor"),
+                },
+            }
+        },
+        "/1.0/package/check.json": {
+            "get": {
+                "operationId": "check",
+                "tags": ["package"],
+                "summary": "Whether a buyer owns a package of the caller's source",
+                "description": (
+                    "Exactly one of `nickname`, `account`, `udid`; `model` only with `udid`. "
+                    "Completed purchases of the package or of its whole source count."
+                ),
+                "parameters": [
+                    _PACKAGE_PARAM,
+                    _param("nickname", "The buyer's nickname.", text),
+                    _param("account", "The buyer's account id.", text),
+                    _param("udid", "A device the buyer registered.", text),
+                    _param("model", "The device's model (with `udid` only).", text),
+                ],
+                "responses": {
+                    "200": _success("The answer", _ref("Check")),
+                    **_errors(2, 5, 7, 8, 12, 13, 15, arguments="package or buyer"),
+                },
+            }
+        },
+        "/1.0/source/sales.json": {
+            "get": {
+                "operationId": "sales",
+                "tags": ["source"],
+                "summary": "The sales ledger of the caller's source",
+                "description": (
+                    "Purchases between midnight of `start` and midnight after `end` in the "
+                    "application's zone, newest first, ties by txn_id; totals per currency "
+                    "over the whole range and filters."
+                ),
+                "parameters": [
+                    _param("start", "First day; default `end` - 29 days.", day),
+                    _param("end", "Last day, included; default today; not after today.", day),
+                    _param(
+                        "package",
+                        "Only this package's own purchases (allowed_for=package).",
+                        text,
+                    ),
+                    _param(
+                        "status",
+                        "Only purchases of this status (any case).",
+                        {"type": "string", "pattern": _ANY_CASE_STATUS},
+                    ),
+                    _LIMIT_PARAM,
+                    _CURSOR_PARAM,
+                ],
+                "responses": {
+                    "200": _success("A page of the ledger", _ref("SalesPage")),
+                    **_errors(
+                        2,
+                        5,
+                        7,
+                        8,
+                        12,
+                        13,
+                        15,
+                        arguments="start, end, package, status, limit or cursor",
+                    ),
+                },
+            }
+        },
+    }
+
+
 def openapi_document() -> dict[str, Any]:
     """The whole document, as served at ``/openapi.json``."""
     return {
@@ -375,9 +639,19 @@ def openapi_document() -> dict[str, Any]:
                             INTEGER_MAX,
                         ),
                         _int_param("page", "Page number, from 1.", 1, 1, INTEGER_MAX),
+                        {
+                            **_CURSOR_PARAM,
+                            "description": (
+                                "Cursor mode (not with `page`): `cursor=` starts at the newest "
+                                "buyer, then pass each page's `cursor`."
+                            ),
+                        },
                     ],
                     "responses": {
-                        "200": _success("A page of buyers", _ref("BuyersPage")),
+                        "200": _success(
+                            "A page of buyers",
+                            {"oneOf": [_ref("BuyersPage"), _ref("BuyersWalk")]},
+                        ),
                         **_errors(
                             2,
                             5,
@@ -391,6 +665,7 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+            **_seller_paths(),
         },
         "components": {
             "schemas": _schemas(),

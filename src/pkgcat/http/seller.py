@@ -24,14 +24,13 @@ _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def flag(query: Query, name: str) -> bool | None:
-    """A 0|1 parameter as a boolean, or ``None`` when absent (no filter)."""
-    raw = query.get(name)
-    if raw is None:
+    """A 0|1 parameter (an integer, spelled as any other) as a boolean; ``None`` when absent."""
+    if name not in query:
         return None
-    text = raw.strip(BLANK)
-    if text not in ("0", "1"):
-        raise InvalidArgument(name, f"must be 0 or 1, got {raw!r}")
-    return text == "1"
+    value = integer(query, name, 0)
+    if value not in (0, 1):
+        raise InvalidArgument(name, f"must be 0 or 1, got {query[name]!r}")
+    return value == 1
 
 
 def day(query: Query, name: str) -> date | None:
@@ -39,11 +38,10 @@ def day(query: Query, name: str) -> date | None:
     raw = query.get(name)
     if raw is None:
         return None
-    text = raw.strip(BLANK)
     try:
-        if not _DAY.fullmatch(text):
-            raise ValueError(text)
-        return date.fromisoformat(text)
+        if not _DAY.fullmatch(raw):
+            raise ValueError(raw)
+        return date.fromisoformat(raw)
     except ValueError:
         raise InvalidArgument(name, f"must be a date YYYY-MM-DD, got {raw!r}") from None
 

@@ -95,7 +95,7 @@ def owned(row: rows.Row) -> Ownership:
 _PACKAGE_OF = "(SELECT package FROM packages WHERE packages.id = purchases.package_id)"
 _SALE_COLUMNS = f"{rows.BUYER_COLUMNS}, {_PACKAGE_OF} AS package"
 _PACKAGE_SCOPE = "package_id = ?"
-_SCOPE = "source_id = ? AND allowed_for = ?"
+_SCOPE = "source_id = ?"
 
 
 @lru_cache(maxsize=32)
@@ -118,18 +118,17 @@ def sales(
     after: BuyerKey | None,
     package_row_id: int | None,
     status: str | None,
-) -> list[Statement]:
-    """Newest-first streams of sales in [first, end), to merge (:func:`rows.merged_page`).
+) -> Statement:
+    """Sales in [first, end) newest first, after ``after``: one index range.
 
-    A package's own purchases are one index range; the whole ledger is two, the
-    package-scope and the source-scope purchases, as in buyers.
+    The whole ledger reads migration 0005's (source_id, purchased_at DESC, txn_id)
+    index; a package's own purchases read the buyers' package index.
     """
     tail = (first, end, *(() if status is None else (status,)), *rows.seek_parameters(after))
-    if package_row_id is not None:
-        sql = _sales_sql(_PACKAGE_SCOPE, status is not None, after is not None)
-        return [(sql, (package_row_id, *tail, limit))]
-    sql = _sales_sql(_SCOPE, status is not None, after is not None)
-    return [(sql, (source_id, scope, *tail, limit)) for scope in ("package", "source")]
+    where, ident = (
+        (_SCOPE, source_id) if package_row_id is None else (_PACKAGE_SCOPE, package_row_id)
+    )
+    return _sales_sql(where, status is not None, after is not None), (ident, *tail, limit)
 
 
 def sale(row: rows.Row) -> Sale:

@@ -276,13 +276,11 @@ class PostgresCatalogue:
         package_row_id: int | None = None,
         status: str | None = None,
     ) -> list[Sale]:
-        statements = seller_rows.sales(source_id, first, end, limit, after, package_row_id, status)
+        sql, parameters = seller_rows.sales(
+            source_id, first, end, limit, after, package_row_id, status
+        )
         pool = await self._database.pool()
-        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            streams = [
-                await db.fetch(_numbered(sql), *parameters) for sql, parameters in statements
-            ]
-        return [seller_rows.sale(row) for row in rows.merged_page(streams, 0, limit)]
+        return [seller_rows.sale(row) for row in await pool.fetch(_numbered(sql), *parameters)]
 
     async def sales_totals(
         self,

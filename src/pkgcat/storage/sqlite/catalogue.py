@@ -183,14 +183,10 @@ class SqliteCatalogue:
         package_row_id: int | None = None,
         status: str | None = None,
     ) -> list[Sale]:
-        statements = seller_rows.sales(source_id, first, end, limit, after, package_row_id, status)
-        db = self._db
-        db.execute("BEGIN")  # both streams from one snapshot
-        try:
-            streams = [db.execute(sql, parameters).fetchall() for sql, parameters in statements]
-        finally:
-            db.execute("COMMIT")
-        return [seller_rows.sale(row) for row in rows.merged_page(streams, 0, limit)]
+        sql, parameters = seller_rows.sales(
+            source_id, first, end, limit, after, package_row_id, status
+        )
+        return [seller_rows.sale(row) for row in self._db.execute(sql, parameters)]
 
     async def sales_totals(
         self,
