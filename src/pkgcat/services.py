@@ -7,6 +7,7 @@ rate limit and the durable count), then through one operation. Each method raise
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -39,6 +40,11 @@ from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
 Clock = Callable[[], datetime]
 
 DAYS_DEFAULT, DAYS_MAX = 30, 365
+RANGE_MAX = 365
+"""The most days a ``start``/``end`` range may hold, both ends included."""
+USAGE_BY = ("operation",)
+"""What ``by`` may split usage entries by."""
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 SETTLE_AFTER = 300.0
 """Seconds after midnight by which every count of the day before has been committed.
 
@@ -58,6 +64,8 @@ STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Cha
 """Purchase statuses as a request spells them (any case) and as they are stored."""
 CURSOR_KEY = "cursor_key"
 """The name of the per-database secret that signs cursors (migration 0005)."""
+UNNAMED = "-"
+"""The operation a request is counted under when its caller names none."""
 
 
 def utc_now() -> datetime:
@@ -84,6 +92,38 @@ def buyers_window(limit: int, page: int) -> tuple[int, int]:
     if page < 1:
         raise InvalidArgument("page", f"must be at least 1, got {page}")
     return min(limit, LIMIT_MAX), page
+
+
+def day_parameter(name: str, raw: str) -> date:
+    """A ``YYYY-MM-DD`` parameter; code 2 naming it otherwise."""
+    try:
+        if _ISO_DAY.fullmatch(raw):
+            return date.fromisoformat(raw)
+    except ValueError:
+        pass
+    raise InvalidArgument(name, f"must be a date as YYYY-MM-DD, got {raw!r}")
+
+
+def day_range(
+    today: date, start: str | None, end: str | None, *, default_days: int, max_days: int
+) -> tuple[date, date]:
+    """The days from ``start`` to ``end`` inclusive, as given (``YYYY-MM-DD`` in the caller's zone).
+
+    ``end`` defaults to ``today``, ``start`` to ``default_days`` days before
+    ``end``. Code 2 naming the parameter when ``end`` is after ``today``,
+    ``start`` after ``end``, or the range holds more than ``max_days`` days.
+    """
+    last = today if end is None else day_parameter("end", end)
+    if last > today:
+        raise InvalidArgument("end", f"must not be after today ({today.isoformat()})")
+    first = last - timedelta(days=default_days) if start is None else day_parameter("start", start)
+    if first > last:
+        raise InvalidArgument("start", f"must not be after end ({last.isoformat()})")
+    if (last - first).days + 1 > max_days:
+        raise InvalidArgument(
+            "start", f"the range may hold at most {max_days} days, got {(last - first).days + 1}"
+        )
+    return first, last
 
 
 def _today(now: datetime, timezone: str) -> date:
@@ -127,8 +167,10 @@ class CatalogueService:
         self._clock = clock
         self._cursors: Cursors | None = None
 
-    async def admit(self, secret_key: str | None) -> tuple[Caller, RateDecision]:
-        """Authenticate a request, spend one request of its limit and count it.
+    async def admit(
+        self, secret_key: str | None, operation: str = UNNAMED
+    ) -> tuple[Caller, RateDecision]:
+        """Authenticate a request, spend one request of its limit and count it under ``operation``.
 
         Raises :class:`Unauthenticated` or :class:`RateLimited`; the count is
         durable when this returns. The key is checked against what this
@@ -146,7 +188,11 @@ class CatalogueService:
                 await self._key(caller.key.key_hash)
             raise RateLimited(decision, caller.application.id)
         counted = await self._counter.record(
-            caller.application.id, caller.today, caller.key.id, int(caller.now.timestamp())
+            caller.application.id,
+            caller.today,
+            caller.key.id,
+            int(caller.now.timestamp()),
+            operation,
         )
         if counted.requests == 0:  # the key or its application had gone at the commit
             raise Unauthenticated(_REVOKED)
@@ -208,6 +254,17 @@ class CatalogueService:
             raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         return _days_until(caller.today, days)
 
+    def usage_range(self, caller: Caller, start: str | None, end: str | None) -> tuple[date, ...]:
+        """The days a usage report from ``start`` to ``end`` covers, oldest first.
+
+        Either may be left out: ``end`` is then today, ``start`` the day that
+        makes the report as long as the default ``days`` one.
+        """
+        first, last = day_range(
+            caller.today, start, end, default_days=DAYS_DEFAULT, max_days=RANGE_MAX
+        )
+        return _days_until(last, (last - first).days)
+
     def live_days(self, caller: Caller) -> int:
         """How many of a report's last days can still gain requests: 1 (today) or 2.
 
@@ -230,6 +287,14 @@ class CatalogueService:
             return []
         counts = await self._counter.usage(caller.application.id, calendar[0], calendar[-1])
         return [UsageDay(day, counts.get(day, 0)) for day in calendar]
+
+    async def usage_operations_on(
+        self, caller: Caller, calendar: Sequence[date]
+    ) -> dict[date, dict[str, int]]:
+        """Requests on each of ``calendar``'s days by operation (days and operations with none absent)."""
+        if not calendar:
+            return {}
+        return await self._counter.operations(caller.application.id, calendar[0], calendar[-1])
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""

@@ -61,16 +61,27 @@ def _midnight(day: date, shape: Shape, zone: ZoneInfo) -> str:
 
 
 def usage_body(
-    days: list[UsageDay], shape: Shape, zone: ZoneInfo, *, ends_today: bool = True
+    days: list[UsageDay],
+    shape: Shape,
+    zone: ZoneInfo,
+    *,
+    ends_today: bool = True,
+    operations: dict[date, dict[str, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """Usage entries (spec 2.1), oldest first; midnight of each day in the zone.
 
     ``ends_today=False`` renders the first part of a report, whose last entry
     is not the report's last (in shape B only that one has its count as a string).
+    With ``operations`` (``by=operation``), each entry also has the day's
+    non-zero counts by operation, as integers in both shapes, by name.
     """
     entries: list[dict[str, Any]] = [
         {"date": _midnight(d.day, shape, zone), "usage": d.requests} for d in days
     ]
+    if operations is not None:
+        for entry, d in zip(entries, days, strict=True):
+            split = operations.get(d.day, {})
+            entry["operations"] = {name: split[name] for name in sorted(split) if split[name]}
     if shape == "B" and entries and ends_today:
         entries[-1]["usage"] = str(entries[-1]["usage"])
     return entries

@@ -28,6 +28,7 @@ from tests.conftest import Clock, stored_count
 
 DAY = date(2024, 3, 31)
 WHEN = 1_711_886_400
+OPERATION = "package/details"
 T = TypeVar("T")
 
 
@@ -64,7 +65,7 @@ def test_counts_of_concurrent_requests_all_land_before_they_return(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
     async def work(storage: Storage) -> None:
-        await asyncio.gather(*(storage.usage.record(1, DAY, 1, WHEN) for _ in range(40)))
+        await asyncio.gather(*(storage.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(40)))
         # Every caller has returned: every count is in the database for anyone to read.
         assert stored_count(database_url, 1) == 40
         assert await storage.usage.usage(1, DAY, DAY) == {DAY: 40}
@@ -79,8 +80,8 @@ def test_usage_read_by_one_worker_includes_every_workers_counts(
         second = open_storage(Settings(database_url=database_url))
         try:
             await asyncio.gather(
-                *(first.usage.record(1, DAY, 1, WHEN) for _ in range(7)),
-                *(second.usage.record(1, DAY, 1, WHEN) for _ in range(5)),
+                *(first.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(7)),
+                *(second.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(5)),
             )
             await first.catalogue.generation()
             assert await first.usage.usage(1, DAY - timedelta(days=3), DAY) == {DAY: 12}
@@ -98,9 +99,9 @@ def test_counts_of_a_deleted_application_are_dropped_and_the_others_land(
 
     async def work(storage: Storage) -> None:
         await asyncio.gather(
-            storage.usage.record(3, DAY, 3, WHEN),
-            storage.usage.record(1, DAY, 1, WHEN),
-            storage.usage.record(999, DAY, 3, WHEN),  # never existed
+            storage.usage.record(3, DAY, 3, WHEN, OPERATION),
+            storage.usage.record(1, DAY, 1, WHEN, OPERATION),
+            storage.usage.record(999, DAY, 3, WHEN, OPERATION),  # never existed
         )
 
     run(database_url, work)
@@ -143,11 +144,12 @@ def test_a_count_waits_for_a_delete_under_way_and_counts_only_what_is_left(
     database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
 ) -> None:
     async def work(storage: Storage) -> None:
-        await storage.usage.record(1, DAY, 1, WHEN)  # the worker's connection is open
+        await storage.usage.record(1, DAY, 1, WHEN, OPERATION)  # the worker's connection is open
         with write_transaction(admin.engine) as db:
             removal.delete_application(db, 3, "application 'beta-a'", cascade=True)
             counting = asyncio.gather(
-                storage.usage.record(3, DAY, 3, WHEN), storage.usage.record(1, DAY, 1, WHEN)
+                storage.usage.record(3, DAY, 3, WHEN, OPERATION),
+                storage.usage.record(1, DAY, 1, WHEN, OPERATION),
             )
             await waiting_for_a_lock(database_url)
             assert not counting.done()
@@ -192,12 +194,12 @@ def test_a_failing_count_fails_its_callers_and_the_next_one_lands(
     async def work(storage: Storage) -> None:
         # One batch: the database refuses one of its counts, so the whole commit fails.
         outcomes = await asyncio.gather(
-            storage.usage.record(1, refused, 1, WHEN),
-            storage.usage.record(2, DAY, 2, WHEN),
+            storage.usage.record(1, refused, 1, WHEN, OPERATION),
+            storage.usage.record(2, DAY, 2, WHEN, OPERATION),
             return_exceptions=True,
         )
         assert all(isinstance(o, Exception) and "refuse" in str(o) for o in outcomes), outcomes
-        await storage.usage.record(1, DAY, 1, WHEN)
+        await storage.usage.record(1, DAY, 1, WHEN, OPERATION)
 
     run(database_url, work)
     assert stored_count(database_url, 1) == 1
@@ -208,8 +210,8 @@ def test_a_cancelled_caller_does_not_cancel_the_others_count(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
     async def work(storage: Storage) -> None:
-        leaving = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN))
-        staying = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN))
+        leaving = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+        staying = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
         await asyncio.sleep(0)
         leaving.cancel()
         await staying
@@ -222,11 +224,12 @@ def test_a_count_says_the_days_count_and_a_dropped_one_says_zero(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
     async def work(storage: Storage) -> tuple[int, list[int], int]:
-        first = await storage.usage.record(1, DAY, 1, WHEN)
+        first = await storage.usage.record(1, DAY, 1, WHEN, OPERATION)
         both = await asyncio.gather(
-            storage.usage.record(1, DAY, 1, WHEN), storage.usage.record(1, DAY, 1, WHEN)
+            storage.usage.record(1, DAY, 1, WHEN, OPERATION),
+            storage.usage.record(1, DAY, 1, WHEN, OPERATION),
         )
-        gone = await storage.usage.record(999, DAY, 3, WHEN)  # no such application
+        gone = await storage.usage.record(999, DAY, 3, WHEN, OPERATION)  # no such application
         return first.requests, [c.requests for c in both], gone.requests
 
     assert run(database_url, work) == (1, [3, 3], 0)
@@ -235,7 +238,7 @@ def test_a_count_says_the_days_count_and_a_dropped_one_says_zero(
 def test_the_last_used_time_is_written_with_the_count(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
-    run(database_url, lambda storage: storage.usage.record(1, DAY, 1, WHEN))
+    run(database_url, lambda storage: storage.usage.record(1, DAY, 1, WHEN, OPERATION))
     engine = engine_for(database_url)
     try:
         with engine.connect() as db:
@@ -339,3 +342,80 @@ def test_rows_added_after_a_load_with_ids_get_new_ids(
     issued = admin.create_application("Gamma", "gamma-app")
     assert issued.application.id > 4
     assert admin.create_key("Alpha", "alpha-a").application.id == 1
+
+
+def test_counts_by_operation_land_with_the_days_counts_and_sum_to_them(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """Two workers count concurrently: each batch writes both tables in one commit."""
+    yesterday = DAY - timedelta(days=1)
+    # (application, key, day, operation, requests)
+    plan = [
+        (1, 1, DAY, "package/details", 9),
+        (1, 1, DAY, "package/buyers", 4),
+        (1, 1, yesterday, "application/usage", 3),
+        (2, 2, DAY, "package/details", 5),
+        (999, 3, DAY, "package/details", 2),  # no such application: dropped from both
+    ]
+
+    async def work(first: Storage) -> tuple[dict[date, int], dict[date, dict[str, int]]]:
+        second = open_storage(Settings(database_url=database_url))
+        try:
+            await asyncio.gather(
+                *(
+                    (first if n % 2 else second).usage.record(a, d, k, WHEN, operation)
+                    for a, k, d, operation, requests in plan
+                    for n in range(requests)
+                )
+            )
+            return (
+                await first.usage.usage(1, yesterday, DAY),
+                await second.usage.operations(1, yesterday, DAY),
+            )
+        finally:
+            await second.close()
+
+    days, operations = run(database_url, work)
+    assert operations == {
+        DAY: {"package/details": 9, "package/buyers": 4},
+        yesterday: {"application/usage": 3},
+    }
+    assert {day: sum(split.values()) for day, split in operations.items()} == days
+    assert run(database_url, lambda storage: storage.usage.operations(2, DAY, DAY)) == {
+        DAY: {"package/details": 5}
+    }
+    assert run(database_url, lambda storage: storage.usage.operations(999, DAY, DAY)) == {}
+
+
+def test_a_batch_writes_one_row_per_application_day_and_operation(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> None:
+        await asyncio.gather(
+            *(storage.usage.record(1, DAY, 1, WHEN, "package/details") for _ in range(30)),
+            *(storage.usage.record(1, DAY, 1, WHEN, "package/buyers") for _ in range(10)),
+        )
+        await storage.usage.record(1, DAY, 1, WHEN, "package/details")
+
+    run(database_url, work)
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            found = db.execute(
+                text(
+                    "SELECT operation, count FROM usage_operations"
+                    " WHERE application_id = 1 ORDER BY operation"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in found] == [("package/buyers", 10), ("package/details", 31)]
+
+
+def test_deleting_an_application_takes_its_counts_by_operation(
+    database_url: str, admin: CatalogueAdmin, catalogue: dict[str, str]
+) -> None:
+    run(database_url, lambda storage: storage.usage.record(3, DAY, 3, WHEN, OPERATION))
+    admin.delete_application("Beta", "beta-a", cascade=True)
+    assert run(database_url, lambda storage: storage.usage.operations(3, DAY, DAY)) == {}
+    assert stored_count(database_url, 3) == 0

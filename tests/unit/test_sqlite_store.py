@@ -17,6 +17,7 @@ from pkgcat.storage.sqlite.connection import JOURNAL_SIZE_LIMIT
 
 DAY = date(2024, 3, 31)
 WHEN = 1_711_886_400
+OPERATION = "package/details"
 
 
 @pytest.fixture
@@ -43,9 +44,9 @@ def test_counts_of_one_turn_share_a_commit_and_all_land(
     store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
-        await asyncio.gather(*(store.record(1, DAY, 1, WHEN) for _ in range(40)))
+        await asyncio.gather(*(store.record(1, DAY, 1, WHEN, OPERATION) for _ in range(40)))
         assert stored(database_url) == 40
-        await store.record(3, DAY, 3, WHEN)
+        await store.record(3, DAY, 3, WHEN, OPERATION)
 
     asyncio.run(main())
     assert stored(database_url) == 41
@@ -58,7 +59,7 @@ def test_a_busy_write_lock_is_waited_for_without_blocking_the_loop(
     other = hold_write_lock(database_url)
 
     async def main() -> None:
-        counting = asyncio.create_task(store.record(1, DAY, 1, WHEN))
+        counting = asyncio.create_task(store.record(1, DAY, 1, WHEN, OPERATION))
         # The loop stays free while the lock is held: other work runs, the count waits.
         for _ in range(20):
             await asyncio.sleep(0.001)
@@ -79,9 +80,9 @@ def test_a_lock_held_too_long_fails_the_waiting_counts_and_leaves_the_store_usab
 
     async def main() -> None:
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            await asyncio.wait_for(store.record(1, DAY, 1, WHEN), timeout=10)
+            await asyncio.wait_for(store.record(1, DAY, 1, WHEN, OPERATION), timeout=10)
         other.execute("ROLLBACK")
-        await store.record(1, DAY, 1, WHEN)  # no transaction or lock was left behind
+        await store.record(1, DAY, 1, WHEN, OPERATION)  # no transaction or lock was left behind
 
     asyncio.run(main())
     assert stored(database_url) == 1
@@ -104,8 +105,8 @@ def test_a_failing_statement_rolls_back_and_the_next_commit_works(
 
     async def main() -> None:
         with pytest.raises(sqlite3.IntegrityError, match="refused"):
-            await store.record(1, refused, 1, WHEN)
-        await store.record(1, DAY, 1, WHEN)
+            await store.record(1, refused, 1, WHEN, OPERATION)
+        await store.record(1, DAY, 1, WHEN, OPERATION)
 
     asyncio.run(main())
     assert stored(database_url) == 1
@@ -117,8 +118,8 @@ def test_a_cancelled_caller_does_not_cancel_the_others_commit(
     store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
-        leaving = asyncio.create_task(store.record(1, DAY, 1, WHEN))
-        staying = asyncio.create_task(store.record(1, DAY, 1, WHEN))
+        leaving = asyncio.create_task(store.record(1, DAY, 1, WHEN, OPERATION))
+        staying = asyncio.create_task(store.record(1, DAY, 1, WHEN, OPERATION))
         await asyncio.sleep(0)
         leaving.cancel()
         await staying
@@ -129,9 +130,9 @@ def test_a_cancelled_caller_does_not_cancel_the_others_commit(
 
 def test_one_store_serves_one_event_loop(database_url: str, catalogue: dict[str, str]) -> None:
     store = SqliteCounter(SqliteDatabase(database_url))
-    asyncio.run(store.record(1, DAY, 1, WHEN))
+    asyncio.run(store.record(1, DAY, 1, WHEN, OPERATION))
     with pytest.raises(RuntimeError, match="one event loop"):
-        asyncio.run(store.record(1, DAY, 1, WHEN))
+        asyncio.run(store.record(1, DAY, 1, WHEN, OPERATION))
 
 
 def test_counts_reach_the_database_file_through_the_checkpoint_thread(
@@ -140,7 +141,7 @@ def test_counts_reach_the_database_file_through_the_checkpoint_thread(
     store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> None:
-        await store.record(1, DAY, 1, WHEN)
+        await store.record(1, DAY, 1, WHEN, OPERATION)
         await store.close()  # waits for the checkpoint the commit started
 
     asyncio.run(main())
@@ -195,10 +196,10 @@ def test_a_grown_wal_file_is_restarted_and_cut_back_to_the_limit(
     store = SqliteCounter(database)
 
     async def main() -> None:
-        await store.record(1, DAY, 1, WHEN)  # its commit starts a checkpoint
+        await store.record(1, DAY, 1, WHEN, OPERATION)  # its commit starts a checkpoint
         await store.close()  # waits for it
         after = SqliteCounter(SqliteDatabase(database_url))
-        await after.record(1, DAY, 1, WHEN)
+        await after.record(1, DAY, 1, WHEN, OPERATION)
         await after.close()
 
     asyncio.run(main())
@@ -224,7 +225,7 @@ def test_the_wal_file_stays_bounded_under_steady_commits(
     async def main() -> int:
         peak = 0
         for n in range(commits):
-            await store.record(1 + n % 2, DAY, 1 + n % 2, WHEN)
+            await store.record(1 + n % 2, DAY, 1 + n % 2, WHEN, OPERATION)
             await asyncio.sleep(0.0005)  # the load's pace, so that checkpoints come round
             peak = max(peak, os.path.getsize(f"{path}-wal"))
         await store.close()
@@ -246,11 +247,12 @@ def test_a_revoked_keys_count_is_dropped_and_its_neighbours_land(
     store = SqliteCounter(SqliteDatabase(database_url))
 
     async def main() -> list[Counted]:
-        await store.record(1, DAY, 1, WHEN)  # the worker's connection is open
+        await store.record(1, DAY, 1, WHEN, OPERATION)  # the worker's connection is open
         admin.revoke_key(keys.display_prefix(catalogue["alpha-a"]))  # key 1
         return list(
             await asyncio.gather(
-                store.record(1, DAY, 1, WHEN), store.record(1, DAY, spare_id, WHEN)
+                store.record(1, DAY, 1, WHEN, OPERATION),
+                store.record(1, DAY, spare_id, WHEN, OPERATION),
             )
         )
 

@@ -37,7 +37,7 @@ from pkgcat.errors import (
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
 from pkgcat.http.params import Query, response_cache
-from pkgcat.http.routes import ROUTES, VERSION, Handler
+from pkgcat.http.routes import ROUTES, VERSION, Handler, operation_name
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID
@@ -255,7 +255,7 @@ class ApiApp:
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), authorization)
-            caller, decision = await self.service.admit(key)
+            caller, decision = await self.service.admit(key, operation_name(path))
             application = caller.application.id
             rate = _rate_headers(decision)
             if repeated:

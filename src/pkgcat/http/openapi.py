@@ -13,7 +13,15 @@ from typing import Any
 from pkgcat import __version__
 from pkgcat.errors import ERROR_TABLE, ApiError, InternalError, Unavailable
 from pkgcat.http.params import INTEGER_MAX
-from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
+from pkgcat.services import (
+    BLANK,
+    DAYS_DEFAULT,
+    DAYS_MAX,
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    RANGE_MAX,
+    USAGE_BY,
+)
 
 Schema = dict[str, Any]
 
@@ -181,27 +189,43 @@ def _packages_page(shape: str) -> Schema:
     )
 
 
+def _split_by_operation(entry: Schema) -> Schema:
+    """A usage entry with its optional ``operations`` (only with ``by=operation``)."""
+    entry["properties"]["operations"] = {
+        "type": "object",
+        "description": (
+            "With `by=operation` only: the day's requests by operation, those with none left out."
+        ),
+        "additionalProperties": {"type": "integer", "minimum": 1},
+    }
+    return entry
+
+
 def _schemas() -> dict[str, Schema]:
     return {
-        "UsageEntryA": _object(
-            {
-                "date": _string("Midnight of the day, with the zone's offset.", ISO_MIDNIGHT),
-                "usage": {"type": "integer", "minimum": 0, "description": "Requests that day."},
-            },
-            "One day of usage, shape A (spec 2.1).",
-        ),
-        "UsageEntryB": _object(
-            {
-                "date": _string("Midnight of the day, DD-MM-YYYY.", B_USAGE_DATE),
-                "usage": {
-                    "description": "Requests that day; the last entry carries it as digits.",
-                    "oneOf": [
-                        {"type": "integer", "minimum": 0},
-                        {"type": "string", "pattern": DIGITS},
-                    ],
+        "UsageEntryA": _split_by_operation(
+            _object(
+                {
+                    "date": _string("Midnight of the day, with the zone's offset.", ISO_MIDNIGHT),
+                    "usage": {"type": "integer", "minimum": 0, "description": "Requests that day."},
                 },
-            },
-            "One day of usage, shape B (spec 2.1).",
+                "One day of usage, shape A (spec 2.1).",
+            )
+        ),
+        "UsageEntryB": _split_by_operation(
+            _object(
+                {
+                    "date": _string("Midnight of the day, DD-MM-YYYY.", B_USAGE_DATE),
+                    "usage": {
+                        "description": "Requests that day; the last entry carries it as digits.",
+                        "oneOf": [
+                            {"type": "integer", "minimum": 0},
+                            {"type": "string", "pattern": DIGITS},
+                        ],
+                    },
+                },
+                "One day of usage, shape B (spec 2.1).",
+            )
         ),
         "PackageA": _package("A"),
         "PackageB": _package("B"),
@@ -413,6 +437,16 @@ def _int_param(name: str, description: str, default: int, minimum: int, maximum:
     }
 
 
+def _day_param(name: str, description: str) -> Schema:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+    }
+
+
 _BLANK_CLASS = "".join(f"\\x{ord(c):02x}" for c in BLANK)
 _PACKAGE_PARAM: Schema = {
     "name": "package",
@@ -588,7 +622,26 @@ def openapi_document() -> dict[str, Any]:
                     "parameters": [
                         _int_param(
                             "days", "Days before today to include.", DAYS_DEFAULT, 1, DAYS_MAX
-                        )
+                        ),
+                        _day_param(
+                            "start",
+                            "First day, in the application's time zone (instead of `days`; "
+                            f"default: {DAYS_DEFAULT} days before `end`; at most {RANGE_MAX} "
+                            "days up to `end`).",
+                        ),
+                        _day_param(
+                            "end",
+                            "Last day, in the application's time zone, not after today "
+                            "(instead of `days`; default: today).",
+                        ),
+                        {
+                            "name": "by",
+                            "in": "query",
+                            "required": False,
+                            "description": "`operation`: each entry also splits its requests "
+                            "by operation.",
+                            "schema": {"type": "string", "enum": list(USAGE_BY)},
+                        },
                     ],
                     "responses": {
                         "200": _success(
@@ -600,7 +653,7 @@ def openapi_document() -> dict[str, Any]:
                                 ]
                             },
                         ),
-                        **_errors(2, 5, 7, 13, 15, arguments="days"),
+                        **_errors(2, 5, 7, 13, 15, arguments="days, start, end or by"),
                     },
                 }
             },

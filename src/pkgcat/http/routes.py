@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
+from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -10,12 +12,14 @@ import orjson
 
 from pkgcat import shapes
 from pkgcat.domain import Caller
+from pkgcat.errors import InvalidArgument
 from pkgcat.http import seller
 from pkgcat.http.errors import envelope, envelope_of_items
 from pkgcat.http.params import Query, ResponseCache, integer, view
 from pkgcat.services import (
     DAYS_DEFAULT,
     LIMIT_DEFAULT,
+    USAGE_BY,
     CatalogueService,
     buyers_window,
     package_identifier,
@@ -29,26 +33,55 @@ def _json_items(items: list[dict[str, Any]]) -> bytes:
     return orjson.dumps(items)[1:-1]
 
 
+def _usage_calendar(service: CatalogueService, caller: Caller, query: Query) -> tuple[date, ...]:
+    """The report's days: the last ``days`` and today, or ``start`` to ``end``."""
+    if "start" in query or "end" in query:
+        if "days" in query:
+            raise InvalidArgument("days", "give days, or start and end, not both")
+        return service.usage_range(caller, query.get("start"), query.get("end"))
+    return service.usage_calendar(caller, integer(query, "days", DAYS_DEFAULT))
+
+
+def _usage_by(query: Query) -> str | None:
+    by = query.get("by")
+    if by is not None and by not in USAGE_BY:
+        raise InvalidArgument("by", f"must be {' or '.join(USAGE_BY)}, got {by!r}")
+    return by
+
+
 async def usage(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    calendar = service.usage_calendar(caller, integer(query, "days", DAYS_DEFAULT))
+    calendar = _usage_calendar(service, caller, query)
+    by = _usage_by(query)
     zone = ZoneInfo(caller.timezone)
-    # Only the last day or two can still change: the days before them are rendered
-    # once per catalogue generation (operator loads of statistics move it).
-    live = service.live_days(caller)  # the calendar holds at least two days
-    settled_days, live_days = calendar[:-live], calendar[-live:]
-    key = ("usage", caller.application.id, calendar[0], live_days[0], *view(caller))
+    # Only the last day or two can still change (today, and yesterday just after
+    # midnight): the days before them are rendered once per catalogue generation
+    # (operator loads of statistics move it).
+    live = service.live_days(caller)
+    split = bisect_left(calendar, caller.today - timedelta(days=live - 1))
+    settled_days, live_days = calendar[:split], calendar[split:]
+    key = ("usage", caller.application.id, calendar[0], split, len(live_days), by, *view(caller))
     settled = cache.get(caller.generation, key)
     if settled is None:
         days = await service.usage_on(caller, settled_days)
-        settled = _json_items(shapes.usage_body(days, caller.shape, zone, ends_today=False))
+        operations = await service.usage_operations_on(caller, settled_days) if by else None
+        settled = _json_items(
+            shapes.usage_body(
+                days, caller.shape, zone, ends_today=not live_days, operations=operations
+            )
+        )
         cache.put(caller.generation, key, settled)
-    if live == 1:  # today only: the count this request's commit returned
+    if not live_days:  # a range that ended before yesterday: all of it settled
+        return envelope_of_items(settled)
+    if live_days[0] == caller.today:  # today only: the count this request's commit returned
         recent = [service.usage_today(caller)]
     else:
         recent = await service.usage_on(caller, live_days)
-    return envelope_of_items(settled, _json_items(shapes.usage_body(recent, caller.shape, zone)))
+    operations = await service.usage_operations_on(caller, live_days) if by else None
+    return envelope_of_items(
+        settled, _json_items(shapes.usage_body(recent, caller.shape, zone, operations=operations))
+    )
 
 
 async def details(
@@ -81,6 +114,13 @@ async def buyers(
 
 
 VERSION = "1.0"
+
+
+def operation_name(path: str) -> str:
+    """A route's operation as usage counts it: ``/1.0/package/details.json`` is ``package/details``."""
+    return path[len(VERSION) + 2 : -len(".json")]
+
+
 ROUTES: dict[str, Handler] = {
     f"/{VERSION}/application/usage.json": usage,
     f"/{VERSION}/package/details.json": details,

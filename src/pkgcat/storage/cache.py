@@ -351,8 +351,16 @@ class CachedUsage:
             GenerationCache(cache_bytes(max_bytes, "history"))
         )
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
-        return await self._counter.record(application_id, day, key_id, when)
+    async def record(
+        self, application_id: int, day: date, key_id: int, when: int, operation: str
+    ) -> Counted:
+        return await self._counter.record(application_id, day, key_id, when, operation)
+
+    async def operations(
+        self, application_id: int, first: date, last: date
+    ) -> dict[date, dict[str, int]]:
+        # Read whole: the response cache keeps what it rendered of the settled days.
+        return await self._counter.operations(application_id, first, last)
 
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
         # Days before yesterday no longer change (requests are counted on their today):

@@ -227,10 +227,16 @@ class CatalogueReader(Protocol):
 
 
 class UsageCounter(Protocol):
-    """Durable per-day request counts, and the last-used time of each key."""
+    """Durable per-day request counts (also by operation), and the last-used time of each key."""
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
-        """Count one request on ``day``, and note that key ``key_id`` was used at ``when``.
+    async def record(
+        self, application_id: int, day: date, key_id: int, when: int, operation: str
+    ) -> Counted:
+        """Count one request of ``operation`` on ``day``; note that key ``key_id`` was used at ``when``.
+
+        The day's count and its count by operation are committed together: a
+        day's counts by operation always sum to its count (save days whose
+        counts the operator loaded, which have none by operation).
 
         The count is durable when the call returns. Returns the application's
         count on ``day`` as the commit that carried this one left it (this
@@ -247,6 +253,15 @@ class UsageCounter(Protocol):
         """Counted requests per day between ``first`` and ``last`` inclusive (days with none absent).
 
         Includes every count that any process has returned from :meth:`record`.
+        """
+        ...
+
+    async def operations(
+        self, application_id: int, first: date, last: date
+    ) -> dict[date, dict[str, int]]:
+        """Counted requests per day and operation between ``first`` and ``last`` inclusive.
+
+        Days and operations with none are absent.
         """
         ...
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from heapq import merge
 from itertools import islice
@@ -97,6 +97,28 @@ RETURNING count
 """
 
 TOUCH_KEY = "UPDATE secret_keys SET last_used_at = ? WHERE id = ?"
+
+USAGE_OPERATIONS = """
+SELECT day, operation, count FROM usage_operations
+WHERE application_id = ? AND day >= ? AND day <= ?
+"""
+
+# Parameters: application, day, operation, count: a batch's requests of one operation, written
+# with the usage_days counts they split (only those that landed there).
+INCREMENT_OPERATION = """
+INSERT INTO usage_operations (application_id, day, operation, count) VALUES (?, ?, ?, ?)
+ON CONFLICT (application_id, day, operation)
+DO UPDATE SET count = usage_operations.count + excluded.count
+"""
+
+
+def operations_by_day(found: Iterable[Row]) -> dict[date, dict[str, int]]:
+    """``USAGE_OPERATIONS``' rows as each day's counts by operation."""
+    days: dict[date, dict[str, int]] = {}
+    for row in found:
+        days.setdefault(date.fromisoformat(row["day"]), {})[row["operation"]] = int(row["count"])
+    return days
+
 
 _PARAMETER = re.compile(r"\?")
 

@@ -13,6 +13,15 @@ A count of an application deleted while its request was under way (``pkgcat
 app delete`` or ``source delete --cascade`` on a serving database) is dropped
 with the application; the batch's other counts land.
 
+The same statement adds the batch's counts by operation to
+``usage_operations`` (a second INSERT in a WITH clause, one row per
+application, day and operation, with the same join): they commit with the
+day's counts, or not at all, so a day's operations always sum to its count.
+Its rows are locked after those of ``usage_days`` (PostgreSQL runs a WITH
+INSERT the main query does not read once that query is done), and only a
+batch holding the same (application, day) row can want the same ones: no new
+deadlock.
+
 Last-used times (at most one write a minute per key and worker) follow in a
 second statement of the same batch, which locks the key rows in id order
 first, for the same reason.
@@ -35,14 +44,27 @@ from pkgcat.storage.postgres.connection import PostgresDatabase
 # for, and then its application drops out of the join instead of failing the
 # foreign key, and with it every other count of the batch.
 _COUNT = """
-INSERT INTO usage_days (application_id, day, count)
-SELECT c.application_id, c.day, c.count
-FROM unnest($1::integer[], $2::text[], $3::bigint[]) AS c(application_id, day, count)
-JOIN applications AS a ON a.id = c.application_id
-ORDER BY c.application_id, c.day
-FOR KEY SHARE OF a
-ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
-RETURNING application_id, day, count
+WITH counted AS (
+    INSERT INTO usage_days (application_id, day, count)
+    SELECT c.application_id, c.day, c.count
+    FROM unnest($1::integer[], $2::text[], $3::bigint[]) AS c(application_id, day, count)
+    JOIN applications AS a ON a.id = c.application_id
+    ORDER BY c.application_id, c.day
+    FOR KEY SHARE OF a
+    ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
+    RETURNING application_id, day, count
+), split AS (
+    INSERT INTO usage_operations (application_id, day, operation, count)
+    SELECT o.application_id, o.day, o.operation, o.count
+    FROM unnest($4::integer[], $5::text[], $6::text[], $7::bigint[])
+        AS o(application_id, day, operation, count)
+    JOIN applications AS a ON a.id = o.application_id
+    ORDER BY o.application_id, o.day, o.operation
+    FOR KEY SHARE OF a
+    ON CONFLICT (application_id, day, operation)
+    DO UPDATE SET count = usage_operations.count + excluded.count
+)
+SELECT application_id, day, count FROM counted
 """
 _TOUCH = """
 WITH locked AS (
@@ -53,6 +75,7 @@ FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
 WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
 """
 _USAGE = rows.numbered(rows.USAGE)
+_USAGE_OPERATIONS = rows.numbered(rows.USAGE_OPERATIONS)
 
 
 class PostgresCounter:
@@ -62,6 +85,7 @@ class PostgresCounter:
         self._database = database
         self._last_used = LastUsed()
         self._counts: dict[tuple[int, str], int] = {}
+        self._operations: dict[tuple[int, str, str], int] = {}
         self._touches: dict[int, int] = {}
         # Each waiting request's future and the (application, day) of its count,
         # resolved with that day's count by the batch that carries it.
@@ -81,9 +105,22 @@ class PostgresCounter:
         found = await pool.fetch(_USAGE, application_id, first.isoformat(), last.isoformat())
         return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
+    async def operations(
+        self, application_id: int, first: date, last: date
+    ) -> dict[date, dict[str, int]]:
+        pool = await self._database.pool()
+        found = await pool.fetch(
+            _USAGE_OPERATIONS, application_id, first.isoformat(), last.isoformat()
+        )
+        return rows.operations_by_day(found)
+
+    async def record(
+        self, application_id: int, day: date, key_id: int, when: int, operation: str
+    ) -> Counted:
         key = (application_id, day.isoformat())
         self._counts[key] = self._counts.get(key, 0) + 1
+        split = (*key, operation)
+        self._operations[split] = self._operations.get(split, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
         loop = asyncio.get_running_loop()
@@ -98,22 +135,25 @@ class PostgresCounter:
     def _send(self) -> None:
         if not self._waiters or self._in_flight is not None:
             return
-        counts, touches, waiters = self._counts, self._touches, self._waiters
-        self._counts, self._touches, self._waiters = {}, {}, []
+        counts, operations = self._counts, self._operations
+        touches, waiters = self._touches, self._waiters
+        self._counts, self._operations, self._touches, self._waiters = {}, {}, {}, []
         self._flying = len(waiters)
         self._in_flight = asyncio.get_running_loop().create_task(
-            self._commit(waiters, counts, touches)
+            self._commit(waiters, counts, operations, touches)
         )
 
     async def _commit(
         self,
         waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]],
         counts: dict[tuple[int, str], int],
+        operations: dict[tuple[int, str, str], int],
         touches: dict[int, int],
     ) -> None:
         started = time.perf_counter()
         try:
             ordered = sorted(counts.items())
+            split = sorted(operations.items())
             key_ids = sorted(touches)
             pool = await self._database.pool()
             found = await pool.fetch(
@@ -121,6 +161,10 @@ class PostgresCounter:
                 [a for (a, _), _ in ordered],
                 [d for (_, d), _ in ordered],
                 [n for _, n in ordered],
+                [a for (a, _, _), _ in split],
+                [d for (_, d, _), _ in split],
+                [o for (_, _, o), _ in split],
+                [n for _, n in split],
             )
             if key_ids:
                 await pool.execute(_TOUCH, key_ids, [touches[k] for k in key_ids])

@@ -10,6 +10,10 @@ blocking the loop, for up to ``busy_budget`` seconds; then the waiting
 requests fail (code 15). Every worker commits to the same file, so
 :meth:`~SqliteCounter.usage` read by any worker includes every worker's counts.
 
+The same transaction adds the batch's counts by operation to
+``usage_operations``: one row per (application, day, operation) of the batch,
+in one ``executemany``, and only for the counts that landed in ``usage_days``.
+
 A count whose key was revoked or deleted while its request was under way
 (``pkgcat key revoke``, ``app delete``, ``source delete --cascade`` on a
 serving database) is dropped (:data:`~pkgcat.storage.rows.INCREMENT` checks
@@ -84,6 +88,8 @@ class SqliteCounter:
         self._last_used = LastUsed()
         # (application, key, day) -> requests of the batch
         self._counts: dict[tuple[int, int, str], int] = {}
+        # (application, key, day, operation) -> requests of the batch
+        self._operations: dict[tuple[int, int, str, str], int] = {}
         self._touches: dict[int, int] = {}
         # Each waiting request's future and the (application, key, day) of its count,
         # resolved by the commit that carries it.
@@ -109,7 +115,17 @@ class SqliteCounter:
         ).fetchall()
         return {date.fromisoformat(row["day"]): row["count"] for row in found}
 
-    async def record(self, application_id: int, day: date, key_id: int, when: int) -> Counted:
+    async def operations(
+        self, application_id: int, first: date, last: date
+    ) -> dict[date, dict[str, int]]:
+        found = self._database.db.execute(
+            rows.USAGE_OPERATIONS, (application_id, first.isoformat(), last.isoformat())
+        ).fetchall()
+        return rows.operations_by_day(found)
+
+    async def record(
+        self, application_id: int, day: date, key_id: int, when: int, operation: str
+    ) -> Counted:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             if self._loop is not None:
@@ -118,6 +134,8 @@ class SqliteCounter:
         iso_day = day.isoformat()
         key = (application_id, key_id, iso_day)
         self._counts[key] = self._counts.get(key, 0) + 1
+        split = (*key, operation)
+        self._operations[split] = self._operations.get(split, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
         waiter: asyncio.Future[Counted] = loop.create_future()
@@ -143,6 +161,7 @@ class SqliteCounter:
                     if row is not None:  # else dropped: the key has gone
                         totals[a, d] = int(row[0])
                         live.add((a, k, d))
+                db.executemany(rows.INCREMENT_OPERATION, self._split(live))
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
                 generation = read_generation(db)
                 db.execute("COMMIT")
@@ -161,6 +180,14 @@ class SqliteCounter:
             if self._changes is not None:
                 self._changes.observe(generation)
             self._finish(None, {k: Counted(totals[k[0], k[2]], generation) for k in live})
+
+    def _split(self, live: set[tuple[int, int, str]]) -> list[tuple[int, str, str, int]]:
+        """The batch's landed counts by (application, day, operation): one row each."""
+        totals: dict[tuple[int, str, str], int] = {}
+        for (a, k, d, operation), n in self._operations.items():
+            if (a, k, d) in live:
+                totals[a, d, operation] = totals.get((a, d, operation), 0) + n
+        return [(a, d, operation, n) for (a, d, operation), n in totals.items()]
 
     def _retry_later(self) -> bool:
         """Try the commit again soon, unless the write lock has been busy for too long."""
@@ -189,6 +216,7 @@ class SqliteCounter:
         counted = counted or {}
         self._busy_since = None
         self._counts = {}
+        self._operations = {}
         self._touches = {}
         for waiter, key in waiters:
             if not waiter.done():  # cancelled when its request went away
