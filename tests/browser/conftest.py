@@ -66,6 +66,10 @@ class Watched:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         for width, size in (("desktop", DESKTOP), ("phone", PHONE)):
             self.page.set_viewport_size(size)
+            # Usable at that width: once the charts have followed, nothing scrolls sideways.
+            self.page.wait_for_function(
+                "() => document.documentElement.scrollWidth <= window.innerWidth"
+            )
             self.page.screenshot(path=SCREENSHOTS / f"{name}-{width}.png", full_page=True)
         self.page.set_viewport_size(DESKTOP)
 
