@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,21 @@ def test_usage_over_each_range_then_sign_out(served: Served, watched: Watched) -
     page.reload()
     expect(page.get_by_label("Secret key")).to_be_visible()
     expect(page.get_by_role("navigation", name="Views")).to_be_hidden()
+
+
+def test_a_shape_b_application_s_usage(served: Served, watched: Watched) -> None:
+    page = watched.page
+    legacy = next(app for app in served.apps if app["shape"] == "B")
+    sign_in(page, served.base, legacy["secret_key"])
+    expect(page.locator("#usage-table tbody tr")).to_have_count(30)
+    # Shape B writes a usage day as DD-MM-YYYY HH:MM:SS: the page dates it all the same.
+    written = answer(served.base, legacy["secret_key"], "application/usage", days=1)[-1]["date"]
+    day, month, year = written[:10].split("-")
+    assert page.evaluate(CHART_LABELS, "usage-chart")[-1] == f"{year}-{month}-{day}"
+    page.get_by_role("button", name="Packages", exact=True).click()
+    updated = column(page.locator("#packages-table"), 8)
+    assert updated
+    assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) for text in updated), updated
 
 
 def test_packages_sort_and_a_package_s_buyers_page_through(
