@@ -36,8 +36,13 @@ DESKTOP = ViewportSize(width=1280, height=800)
 PHONE = ViewportSize(width=390, height=844)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Chromium, for one module's tests.
+
+    Playwright's synchronous API runs an event loop in this thread while it is open:
+    it is closed after the module, or every later test's ``asyncio.run`` would fail.
+    """
     if not CHROMIUM.exists():
         unavailable(MISSING)
     with sync_playwright() as playwright:

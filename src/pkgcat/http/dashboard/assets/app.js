@@ -139,6 +139,9 @@ function signOut() {
   state.sequence++;
   for (const canvas of document.querySelectorAll("canvas")) charts.clear(canvas);
   for (const tbody of document.querySelectorAll("tbody")) tbody.replaceChildren();
+  for (const figure of ["#usage-today", "#rate-limit", "#rate-remaining"]) $(figure).textContent = "–";
+  for (const field of ["#sales-start", "#sales-end"]) $(field).value = "";
+  $("#buyers-summary").textContent = "";
   clearNotice();
   $("#nav").hidden = true;
   $("#sign-out").hidden = true;
