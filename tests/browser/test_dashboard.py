@@ -137,9 +137,10 @@ def test_a_shape_b_application_s_usage(served: Served, watched: Watched) -> None
     written = answer(served.base, legacy["secret_key"], "application/usage", days=1)[-1]["date"]
     day, month, year = written[:10].split("-")
     assert page.evaluate(CHART_LABELS, "usage-chart")[-1] == f"{year}-{month}-{day}"
+    owned = walked(served.base, legacy["secret_key"], "source/packages", "packages")
     page.get_by_role("button", name="Packages", exact=True).click()
+    expect(page.locator("#packages-table tbody tr")).to_have_count(len(owned))
     updated = column(page.locator("#packages-table"), 8)
-    assert updated
     assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) for text in updated), updated
 
 
