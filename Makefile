@@ -12,7 +12,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck fuzz bench bench-smoke bench-profile soak slow-clients wrk clean
+.PHONY: help setup lock run test lint format typecheck fuzz bench bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,18 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 
 typecheck: $(STAMP) ## mypy --strict on src/ and tests/
 	$(BIN)/mypy
+
+# The dashboard's chart library: the version dashboard/package-lock.json pins, from the npm
+# registry, copied into the served folder (and committed, so that serving needs no npm).
+DASHBOARD_VENDOR := src/pkgcat/http/dashboard/assets/vendor
+dashboard-vendor: ## copy the pinned Chart.js from npm into the dashboard's served folder
+	cd dashboard && npm ci --ignore-scripts --no-audit --no-fund
+	cp dashboard/node_modules/chart.js/dist/chart.umd.min.js $(DASHBOARD_VENDOR)/chart.umd.min.js
+	cp dashboard/node_modules/chart.js/LICENSE.md $(DASHBOARD_VENDOR)/chart.js.LICENSE.md
+
+browser-deps: ## Debian's Chromium and ChromeDriver for the dashboard's browser tests (needs root)
+	@test -x /usr/bin/chromium || apt-get install -y chromium chromium-driver || \
+		(apt-get update && apt-get install -y chromium chromium-driver)
 
 FUZZ_SECONDS ?= 600
 fuzz: $(STAMP) ## schemathesis against a served demo, FUZZ_SECONDS (600) a database, a fresh seed

@@ -13,6 +13,10 @@ from pkgcat.cli._failures import shown_url
 from pkgcat.config import Settings
 from pkgcat.storage.admin import AdminError
 
+DASHBOARD = "/dashboard"
+"""Where ``pkgcat serve`` serves the seller dashboard (``pkgcat.http.dashboard.PATH``, which
+this command does not import: it would load the web framework for one string)."""
+
 
 def _curl(base_url: str, key: str, path: str) -> str:
     return f"curl -H 'Authorization: Bearer {key}' '{base_url}{path}'"
@@ -102,7 +106,14 @@ def demo(
 
 def _print_try(settings: Settings, key: str, app: catalogue.DemoApp) -> None:
     base_url = f"http://{settings.host}:{settings.port}"
-    stdout.print(f"\nsecret key: [bold]{key}[/]\ntry:", highlight=False)
+    stdout.print(f"\nsecret key: [bold]{key}[/]", highlight=False)
+    # The key goes into the page's sign-in form, never into its address.
+    stdout.print(
+        f"dashboard: [bold]{base_url}{DASHBOARD}[/] (sign in with the secret key above)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    stdout.print("try:", highlight=False)
     for path in (
         "/1.0/application/usage.json?days=7",
         f"/1.0/package/details.json?package={app.paid_package}",

@@ -22,6 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from pkgcat.errors import MethodNotAllowed, NotReady, Unauthenticated, UnknownEndpoint
+from pkgcat.http import dashboard
 from pkgcat.http.errors import error_response
 from pkgcat.http.openapi import openapi_document
 
@@ -142,6 +143,7 @@ def create_site(
             Route("/openapi.json", openapi),
             Route("/docs", docs),
             Mount("/docs/static", _StaticFiles(directory=_SWAGGER_STATIC), name="swagger"),
+            *dashboard.ROUTES,
             Route("/healthz", health),
             Route("/readyz", readiness),
             # Off, /metrics is an unknown endpoint like any other.

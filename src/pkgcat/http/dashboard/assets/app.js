@@ -1,0 +1,585 @@
+// The dashboard: sign-in, four views, and the states of a failed call.
+
+import { ApiError, call, key, onLimits, walk } from "./api.js";
+import * as charts from "./charts.js";
+import { download, toCsv } from "./csv.js";
+import { addDays, dayOf, daysBetween, fromUnits, toUnits, unitsToNumber } from "./numbers.js";
+
+const $ = (selector) => document.querySelector(selector);
+const VIEWS = ["usage", "packages", "sales", "buyers"];
+const BUYERS_PAGE = 25;
+
+const state = {
+  today: null, // the application's today ("YYYY-MM-DD", its time zone), from the API
+  view: null,
+  packages: null,
+  sort: { key: "package", ascending: true },
+  sales: null,
+  buyers: { package: null, cursors: [""], index: 0 },
+  retry: null,
+  sequence: 0, // answers to a superseded request are dropped
+};
+
+// Elements ------------------------------------------------------------------------------------
+
+function cell(row, text, className = "") {
+  const td = document.createElement("td");
+  td.textContent = text === null || text === undefined ? "–" : String(text);
+  if (className) td.className = className;
+  row.append(td);
+  return td;
+}
+
+function fill(tbody, rows, render) {
+  const lines = rows.map((item) => {
+    const tr = document.createElement("tr");
+    render(tr, item);
+    return tr;
+  });
+  tbody.replaceChildren(...lines);
+}
+
+function busy(view, value) {
+  $(`#view-${view}`).setAttribute("aria-busy", String(value));
+}
+
+// Notices and failures ------------------------------------------------------------------------
+
+function notice(kind, message, retry = null) {
+  const box = $("#notice");
+  box.className = `notice notice-${kind}`;
+  const text = document.createElement("p");
+  text.textContent = message;
+  box.replaceChildren(text);
+  state.retry = retry;
+  if (retry) {
+    const again = document.createElement("button");
+    again.type = "button";
+    again.textContent = "Retry";
+    again.addEventListener("click", () => {
+      clearNotice();
+      retry();
+    });
+    box.append(again);
+  }
+  box.dataset.kind = kind;
+  box.hidden = false;
+}
+
+function clearNotice() {
+  const box = $("#notice");
+  box.hidden = true;
+  box.replaceChildren();
+  delete box.dataset.kind;
+}
+
+/** Shows why ``error`` happened; a refused key signs out. ``retry`` repeats the failed action. */
+function failed(error, retry) {
+  if (!(error instanceof ApiError)) throw error;
+  if (error.kind === "key") {
+    signOut();
+    notice("key", `${error.message} Check the key and sign in again.`);
+  } else if (error.kind === "rate") {
+    const wait = error.retryAfter ? ` Retry in ${error.retryAfter} s.` : "";
+    notice("rate", `Too many requests: the rate limit is spent.${wait}`, retry);
+  } else if (error.kind === "down") {
+    notice("down", error.message, retry);
+  } else {
+    notice("request", `The request failed: ${error.message}`, retry);
+  }
+}
+
+/** Runs ``action`` for ``view``; its failure is shown, and a later run supersedes it. */
+async function run(view, action) {
+  const sequence = ++state.sequence;
+  const current = () => sequence === state.sequence;
+  clearNotice();
+  busy(view, true);
+  try {
+    await action(current);
+  } catch (error) {
+    if (current()) failed(error, () => run(view, action));
+  } finally {
+    busy(view, false);
+  }
+}
+
+onLimits(({ limit, remaining, reset }) => {
+  $("#rate-limit").textContent = `${limit} requests per window`;
+  $("#rate-remaining").textContent = `${remaining} (window resets in ${reset} s)`;
+});
+
+// Sign-in -------------------------------------------------------------------------------------
+
+function show(view) {
+  state.view = view;
+  for (const name of ["sign-in", ...VIEWS]) $(`#view-${name}`).hidden = name !== view;
+  for (const button of document.querySelectorAll("#nav button")) {
+    if (button.dataset.view === view) button.setAttribute("aria-current", "page");
+    else button.removeAttribute("aria-current");
+  }
+}
+
+async function learnToday() {
+  // One day of usage: proves the key, and dates "today" in the application's time zone.
+  const days = await call("application/usage", { days: 1 });
+  state.today = dayOf(days[days.length - 1].date);
+}
+
+function signedIn() {
+  $("#nav").hidden = false;
+  $("#sign-out").hidden = false;
+  open("usage");
+}
+
+function signOut() {
+  key.clear();
+  Object.assign(state, { today: null, packages: null, sales: null });
+  state.buyers = { package: null, cursors: [""], index: 0 };
+  state.sequence++;
+  for (const canvas of document.querySelectorAll("canvas")) charts.clear(canvas);
+  for (const tbody of document.querySelectorAll("tbody")) tbody.replaceChildren();
+  for (const figure of ["#usage-today", "#rate-limit", "#rate-remaining"]) $(figure).textContent = "–";
+  for (const field of ["#sales-start", "#sales-end"]) $(field).value = "";
+  $("#buyers-summary").textContent = "";
+  clearNotice();
+  $("#nav").hidden = true;
+  $("#sign-out").hidden = true;
+  $("#key").value = "";
+  show("sign-in");
+  $("#key").focus();
+}
+
+$("#sign-in-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const value = $("#key").value.trim();
+  if (!value) {
+    notice("key", "Enter your application's secret key.");
+    return;
+  }
+  key.set(value);
+  $("#key").value = "";
+  signedIn();
+});
+
+$("#sign-out").addEventListener("click", signOut);
+
+function open(view) {
+  show(view);
+  $(`#${view}-title`).focus();
+  if (view === "usage") loadUsage();
+  else if (view === "packages") loadPackages();
+  else if (view === "sales") prepareSales();
+  else if (view === "buyers") prepareBuyers();
+}
+
+for (const button of document.querySelectorAll("#nav button")) {
+  button.addEventListener("click", () => open(button.dataset.view));
+}
+for (const name of VIEWS) $(`#${name}-title`).tabIndex = -1;
+
+// Usage ---------------------------------------------------------------------------------------
+
+const OPERATIONS = [
+  "application/usage",
+  "package/details",
+  "package/buyers",
+  "source/packages",
+  "source/sales",
+  "package/check",
+];
+const UNSPLIT = "not split by operation";
+
+function usageRange() {
+  return Number(document.querySelector("input[name=usage-range]:checked").value);
+}
+
+function loadUsage() {
+  run("usage", async (current) => {
+    if (!state.today) await learnToday();
+    const range = usageRange();
+    const start = addDays(state.today, 1 - range);
+    const entries = await call("application/usage", {
+      by: "operation",
+      start,
+      end: state.today,
+    });
+    if (current()) renderUsage(entries);
+  });
+}
+
+function renderUsage(entries) {
+  const labels = entries.map((entry) => dayOf(entry.date));
+  const totals = entries.map((entry) => Number(entry.usage));
+  const seen = new Set(entries.flatMap((entry) => Object.keys(entry.operations ?? {})));
+  const names = [...OPERATIONS.filter((name) => seen.has(name)), ...[...seen].filter((name) => !OPERATIONS.includes(name)).sort()];
+  const series = names.map((name) => entries.map((entry) => entry.operations?.[name] ?? 0));
+  // Days counted before counts were kept per operation: their requests, undivided.
+  const rest = totals.map((total, day) => total - series.reduce((sum, counts) => sum + counts[day], 0));
+  const columns = [...names];
+  if (rest.some((count) => count > 0)) {
+    columns.push(UNSPLIT);
+    series.push(rest.map((count) => Math.max(count, 0)));
+  }
+  charts.draw(
+    $("#usage-chart"),
+    "bar",
+    labels,
+    columns.map((label, index) => ({ label, data: series[index] })),
+    { stacked: true, yTitle: "requests" },
+  );
+  $("#usage-today").textContent = String(totals[totals.length - 1] ?? 0);
+  const head = document.createElement("tr");
+  for (const title of ["Day", "Total", ...columns]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = title;
+    if (title !== "Day") th.className = "num";
+    head.append(th);
+  }
+  $("#usage-table thead").replaceChildren(head);
+  fill($("#usage-table tbody"), labels.map((day, index) => index).reverse(), (tr, index) => {
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = labels[index];
+    tr.append(th);
+    cell(tr, totals[index], "num");
+    for (const counts of series) cell(tr, counts[index], "num");
+  });
+}
+
+for (const radio of document.querySelectorAll("input[name=usage-range]")) {
+  radio.addEventListener("change", loadUsage);
+}
+
+// Packages ------------------------------------------------------------------------------------
+
+async function packages() {
+  if (state.packages === null) {
+    state.packages = await walk("source/packages", {}, "packages");
+  }
+  return state.packages;
+}
+
+function loadPackages() {
+  run("packages", async (current) => {
+    const found = await packages();
+    if (current()) renderPackages(found);
+  });
+}
+
+function sortValue(item, sortKey, type) {
+  const value = item[sortKey];
+  if (value === null || value === undefined) return null;
+  if (type === "number") return Number(value);
+  if (typeof value === "boolean") return value ? "online" : "offline";
+  return String(value);
+}
+
+function renderPackages(found) {
+  $("#packages-empty").hidden = found.length > 0;
+  const { key: sortKey, ascending } = state.sort;
+  const header = document.querySelector(`#packages-table th[data-key="${sortKey}"]`);
+  const type = header.dataset.type;
+  const sorted = [...found].sort((a, b) => {
+    const x = sortValue(a, sortKey, type);
+    const y = sortValue(b, sortKey, type);
+    if (x === y) return a.package < b.package ? -1 : 1;
+    if (x === null) return 1; // unknown values last, whichever the direction
+    if (y === null) return -1;
+    return (x < y ? -1 : 1) * (ascending ? 1 : -1);
+  });
+  for (const th of document.querySelectorAll("#packages-table th[data-key]")) {
+    if (th === header) th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    else th.removeAttribute("aria-sort");
+  }
+  fill($("#packages-table tbody"), sorted, (tr, item) => {
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = item.package;
+    tr.append(th);
+    cell(tr, item.name);
+    cell(tr, item.version);
+    cell(tr, item.online ? "online" : "offline");
+    cell(tr, item.price === null ? "unknown" : `${item.price} ${item.currency}`, "num");
+    cell(tr, item.downloads, "num");
+    cell(tr, item.votes, "num");
+    cell(tr, item.rating === null ? "no votes" : Number(item.rating).toFixed(2), "num");
+    cell(tr, dayOf(item.updated));
+    const actions = cell(tr, "");
+    actions.textContent = "";
+    if (item.paid) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "Buyers";
+      button.setAttribute("aria-label", `Buyers of ${item.package}`);
+      button.addEventListener("click", () => {
+        state.buyers = { package: item.package, cursors: [""], index: 0 };
+        open("buyers");
+      });
+      actions.append(button);
+    }
+  });
+}
+
+for (const th of document.querySelectorAll("#packages-table th[data-key]")) {
+  th.querySelector("button").addEventListener("click", () => {
+    const sortKey = th.dataset.key;
+    state.sort = {
+      key: sortKey,
+      ascending: state.sort.key === sortKey ? !state.sort.ascending : true,
+    };
+    if (state.packages !== null) renderPackages(state.packages);
+  });
+}
+
+// Sales ---------------------------------------------------------------------------------------
+
+const REFUNDS = new Set(["Refunded", "Chargeback"]);
+const SALES_COLUMNS = [
+  "txn_id",
+  "date",
+  "package",
+  "allowed_for",
+  "nickname",
+  "status",
+  "gross",
+  "commission",
+  "net",
+  "currency",
+  "payment_platform",
+];
+
+function prepareSales() {
+  run("sales", async (current) => {
+    if (!state.today) await learnToday();
+    if (!current()) return;
+    const start = $("#sales-start");
+    const end = $("#sales-end");
+    start.max = end.max = state.today;
+    start.min = end.min = addDays(state.today, -3650);
+    if (!end.value) end.value = state.today;
+    if (!start.value) start.value = addDays(state.today, -29);
+    if (state.sales === null) loadSales();
+  });
+}
+
+function loadSales() {
+  const params = {
+    start: $("#sales-start").value,
+    end: $("#sales-end").value,
+    status: $("#sales-status").value || null,
+  };
+  run("sales", async (current) => {
+    let totals = [];
+    const sales = await walk("source/sales", params, "sales", (page) => {
+      totals = page.totals;
+    });
+    if (!current()) return;
+    state.sales = { ...params, sales, totals };
+    renderSales();
+  });
+}
+
+function renderSales() {
+  const { sales, totals, start, end } = state.sales;
+  fill($("#sales-totals tbody"), totals, (tr, total) => {
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = total.currency;
+    tr.append(th);
+    for (const name of ["sales", "gross", "commission", "net", "refunds", "refunded"]) {
+      cell(tr, total[name], "num");
+    }
+  });
+  const currency = $("#sales-currency");
+  const chosen = currency.value;
+  currency.replaceChildren(
+    ...totals.map(({ currency: code }) => new Option(code, code, false, code === chosen)),
+  );
+  currency.disabled = totals.length < 2;
+  renderSalesChart(start, end);
+  $("#sales-empty").hidden = sales.length > 0;
+  $("#sales-csv").disabled = sales.length === 0;
+  fill($("#sales-table tbody"), sales, (tr, sale) => {
+    if (REFUNDS.has(sale.status)) tr.className = "refund";
+    cell(tr, sale.date.replace("T", " "));
+    cell(tr, sale.txn_id);
+    cell(tr, sale.package ?? "whole source");
+    cell(tr, sale.nickname);
+    cell(tr, sale.status);
+    cell(tr, sale.gross, "num");
+    cell(tr, sale.commission, "num");
+    cell(tr, sale.net, "num");
+    cell(tr, sale.currency);
+    cell(tr, sale.payment_platform);
+  });
+}
+
+function renderSalesChart(start, end) {
+  const { sales } = state.sales;
+  const currency = $("#sales-currency").value;
+  const days = daysBetween(start, end);
+  const index = new Map(days.map((day, position) => [day, position]));
+  const gross = days.map(() => 0n);
+  const net = days.map(() => 0n);
+  const refunded = days.map(() => 0n);
+  for (const sale of sales) {
+    const position = index.get(dayOf(sale.date));
+    if (sale.currency !== currency || position === undefined) continue;
+    if (REFUNDS.has(sale.status)) refunded[position] += toUnits(sale.gross);
+    else if (sale.status === "Completed") {
+      gross[position] += toUnits(sale.gross);
+      net[position] += toUnits(sale.net);
+    }
+  }
+  const canvas = $("#sales-chart");
+  if (!currency) {
+    charts.clear(canvas);
+    $("#sales-days tbody").replaceChildren();
+    return;
+  }
+  charts.draw(
+    canvas,
+    "bar",
+    days,
+    [
+      { label: `gross (${currency})`, data: gross.map(unitsToNumber) },
+      { label: `net (${currency})`, data: net.map(unitsToNumber) },
+      { label: `refunded (${currency})`, data: refunded.map(unitsToNumber) },
+    ],
+    { yTitle: currency },
+  );
+  const shown = days.map((day, position) => position).filter((position) => gross[position] || refunded[position]);
+  fill($("#sales-days tbody"), shown.reverse(), (tr, position) => {
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = days[position];
+    tr.append(th);
+    cell(tr, fromUnits(gross[position]), "num");
+    cell(tr, fromUnits(net[position]), "num");
+    cell(tr, fromUnits(refunded[position]), "num");
+  });
+}
+
+$("#sales-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const start = $("#sales-start").value;
+  const end = $("#sales-end").value;
+  if (!start || !end || start > end) {
+    notice("request", "Choose a start day on or before the end day.");
+    return;
+  }
+  loadSales();
+});
+
+$("#sales-currency").addEventListener("change", () => {
+  if (state.sales) renderSalesChart(state.sales.start, state.sales.end);
+});
+
+$("#sales-csv").addEventListener("click", () => {
+  const { sales, start, end } = state.sales;
+  download(`sales-${start}-${end}.csv`, toCsv(SALES_COLUMNS, sales));
+});
+
+// Buyers --------------------------------------------------------------------------------------
+
+const BUYER_COLUMNS = [
+  "date",
+  "nickname",
+  "status",
+  "allowed_for",
+  "total",
+  "commission",
+  "currency",
+  "txn_id",
+  "profile_url",
+  "payment_platform",
+];
+
+function prepareBuyers() {
+  run("buyers", async (current) => {
+    const paid = (await packages()).filter((item) => item.paid);
+    if (!current()) return;
+    const select = $("#buyers-package");
+    const chosen = state.buyers.package ?? paid[0]?.package ?? null;
+    select.replaceChildren(
+      ...paid.map((item) => new Option(`${item.name} (${item.package})`, item.package, false, item.package === chosen)),
+    );
+    if (chosen === null) {
+      $("#buyers-summary").textContent = "";
+      $("#buyers-empty").textContent = "None of your packages is paid: no buyers to show.";
+      $("#buyers-empty").hidden = false;
+      return;
+    }
+    state.buyers.package = chosen;
+    loadBuyers();
+  });
+}
+
+function loadBuyers() {
+  const { package: chosen, cursors, index } = state.buyers;
+  run("buyers", async (current) => {
+    const page = await call("package/buyers", {
+      package: chosen,
+      limit: BUYERS_PAGE,
+      cursor: cursors[index],
+    });
+    if (!current()) return;
+    state.buyers.cursors = cursors.slice(0, index + 1);
+    if (page.has_more && page.cursor) state.buyers.cursors.push(page.cursor);
+    const total = Number(page.total);
+    const pages = Math.max(1, Math.ceil(total / page.limit));
+    $("#buyers-summary").textContent = `${chosen}: ${total} buyers; page ${index + 1} of ${pages}`;
+    $("#buyers-empty").textContent = "No buyers of this package yet.";
+    $("#buyers-empty").hidden = page.buyers.length > 0;
+    $("#buyers-previous").disabled = index === 0;
+    $("#buyers-next").disabled = !page.has_more;
+    $("#buyers-csv").disabled = total === 0;
+    fill($("#buyers-table tbody"), page.buyers, (tr, buyer) => {
+      if (REFUNDS.has(buyer.status)) tr.className = "refund";
+      cell(tr, buyer.date.replace("T", " "));
+      cell(tr, buyer.nickname);
+      cell(tr, buyer.status);
+      cell(tr, buyer.allowed_for);
+      cell(tr, buyer.total, "num");
+      cell(tr, buyer.commission, "num");
+      cell(tr, buyer.currency);
+      cell(tr, buyer.txn_id);
+      cell(tr, buyer.payment_platform);
+    });
+  });
+}
+
+$("#buyers-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.buyers = { package: $("#buyers-package").value, cursors: [""], index: 0 };
+  loadBuyers();
+});
+
+$("#buyers-next").addEventListener("click", () => {
+  if (state.buyers.index + 1 < state.buyers.cursors.length) {
+    state.buyers.index += 1;
+    loadBuyers();
+  }
+});
+
+$("#buyers-previous").addEventListener("click", () => {
+  if (state.buyers.index > 0) {
+    state.buyers.index -= 1;
+    loadBuyers();
+  }
+});
+
+$("#buyers-csv").addEventListener("click", () => {
+  const chosen = state.buyers.package;
+  run("buyers", async () => {
+    const buyers = await walk("package/buyers", { package: chosen, cursor: "" }, "buyers");
+    download(`buyers-${chosen}.csv`, toCsv(BUYER_COLUMNS, buyers));
+  });
+});
+
+// Start ---------------------------------------------------------------------------------------
+
+if (key.get()) signedIn();
+else show("sign-in");
