@@ -5,15 +5,19 @@ from __future__ import annotations
 import math
 import os
 import sys
+import json
 import uuid
+from datetime import date, timedelta
 from pathlib import Path
 
 from catalogue import Catalogue, Params
-from loadgen import BENCH_DIR
+from loadgen import BENCH_DIR, fetch
 
 DETAILS = "/1.0/package/details.json"
 USAGE = "/1.0/application/usage.json"
 BUYERS = "/1.0/package/buyers.json"
+CHECK = "/1.0/package/check.json"
+SALES = "/1.0/source/sales.json"
 UNLIMITED = "100000000/hour"  # far above what a run sends: only the limited server refuses
 SPENT = "1/hour"  # the rate-limited server: one request per worker, then 429
 UNKNOWN_KEY = "pkc_" + "0" * 40  # well formed, in no catalogue: code 5
@@ -24,6 +28,27 @@ EXPECTED_CODE = {200: 0, 401: 5, 429: 13}
 def buyers_pages(params: Params, limit: int = 100) -> int:
     """The number of pages of the hot package's buyers."""
     return max(1, math.ceil(params.hot_buyers / limit))
+
+
+def sales_ledger(cat: Catalogue, days: int = 365) -> str:
+    """The hot source's sales over the last ``days`` days (the most one ledger spans), 100 a page."""
+    today = date.fromisoformat(cat.today)
+    start = today - timedelta(days=days - 1)
+    return f"{SALES}?start={start.isoformat()}&end={today.isoformat()}&limit=100"
+
+
+def last_sales_page(api: str, cat: Catalogue) -> tuple[str, int]:
+    """The address of the ledger's last page, found by walking its cursors, and its page count."""
+    url, pages = api + sales_ledger(cat), 1
+    while True:
+        status, body = fetch(url, cat.hot_key)
+        if status != 200:
+            raise RuntimeError(f"{url} answered HTTP {status}: {body[:200]!r}")
+        response = json.loads(body)["response"]
+        if not response["has_more"]:
+            return url, pages
+        url = f"{api}{sales_ledger(cat)}&cursor={response['cursor']}"
+        pages += 1
 
 
 def write_rotation(path: Path, cat: Catalogue) -> Path:

@@ -35,7 +35,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 CACHE_DIR = BENCH_DIR / ".cache"
-GENERATOR_VERSION = 1  # bump when the rows change, so cached files are rebuilt
+GENERATOR_VERSION = 2  # bump when the rows change, so cached files are rebuilt
 SEED = 20251122
 KEY_ALPHABET = string.digits + string.ascii_letters
 PRICES = ["0.99", "1.49", "1.99", "2.49", "2.99", "3.99", "4.99", "9.99"]
@@ -78,6 +78,10 @@ class Catalogue:
     """The key of an application kept apart for the rate-limited measurement."""
     keys: list[str]
     """One key per application (the limited one excluded)."""
+    today: str
+    """The last day of the usage history (ISO), the day the catalogue was made for."""
+    hot_buyer: str
+    """The nickname of one buyer of the hot package, for the ownership check."""
     online_packages: list[str]
     """A seeded sample of online package ids, for the random-ids rotation."""
 
@@ -91,6 +95,8 @@ class Catalogue:
             hot_key=meta["hot_key"],
             limited_key=meta["limited_key"],
             keys=meta["keys"],
+            today=meta["today"],
+            hot_buyer=meta["hot_buyer"],
             online_packages=meta["online_packages"],
         )
 
@@ -162,6 +168,10 @@ _INSERT_PACKAGE = (
 )
 
 
+def _nickname(n: int) -> str:
+    return f"{WORDS[n % len(WORDS)]}{WORDS[(n // 9) % len(WORDS)]}{n}"
+
+
 def _purchase_rows(p: Params, rng: random.Random, now: int) -> Iterator[tuple[Any, ...]]:
     paid_other = [n for n in range(2, min(p.packages, 20_000) + 1) if (n - 1) % p.sources != 0]
     for n in range(1, p.purchases + 1):
@@ -172,7 +182,10 @@ def _purchase_rows(p: Params, rng: random.Random, now: int) -> Iterator[tuple[An
         else:
             package = rng.choice(paid_other)
             source, scope, price = (package - 1) % p.sources + 1, "package", rng.choice(PRICES)
-        nickname = f"{WORDS[n % len(WORDS)]}{WORDS[(n // 9) % len(WORDS)]}{n}"
+        nickname = _nickname(n)
+        # The hot package's buyers bought it within the last year, so that one sales ledger
+        # (at most 365 days) holds all of them; the others are spread over two years.
+        age = rng.randint(0, (360 if n <= p.hot_buyers else 700) * 86400)
         commission = f"{float(price) * 0.15:.2f}"
         yield (
             n,
@@ -184,7 +197,7 @@ def _purchase_rows(p: Params, rng: random.Random, now: int) -> Iterator[tuple[An
             price,
             commission,
             "USD",
-            now - rng.randint(0, 700 * 86400),
+            now - age,
             f"{n:09d}{_hex(rng, 8).upper()}",
             f"https://forum.example/u/{nickname}",
             "paypal" if n % 3 else "stripe",
@@ -267,6 +280,7 @@ def _write(path: Path, p: Params, today: date) -> dict[str, Any]:
         "hot_key": keys[0],
         "limited_key": keys[-1],
         "keys": keys[:-1],
+        "hot_buyer": _nickname(1),
         "online_packages": [_package_id((n - 1) % p.sources + 1, n) for n in online],
     }
 

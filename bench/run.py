@@ -41,6 +41,7 @@ import postgres
 import reference
 from api import (
     BUYERS,
+    CHECK,
     DETAILS,
     EXPECTED_CODE,
     SPENT,
@@ -49,7 +50,9 @@ from api import (
     USAGE,
     baseline_command,
     buyers_pages,
+    last_sales_page,
     pkgcat_command,
+    sales_ledger,
     serve_env,
     write_rotation,
 )
@@ -165,6 +168,7 @@ def table_run(
     hot = f"{DETAILS}?package={cat.hot_package}"
     last = buyers_pages(cat.params)
     page = min(1000, last)
+    sales_last, sales_pages = last_sales_page(api, cat)
     targets = [
         Target("details (hot id)", api + hot, cat.hot_key),
         Target("details (random ids)", api, rotation=write_rotation(tmp / "rotation.txt", cat)),
@@ -180,6 +184,13 @@ def table_run(
             f"{api}{BUYERS}?package={cat.hot_package}&limit=100&page={page}",
             cat.hot_key,
         ),
+        Target(
+            "check (owned)",
+            f"{api}{CHECK}?package={cat.hot_package}&nickname={cat.hot_buyer}",
+            cat.hot_key,
+        ),
+        Target("sales (first page)", api + sales_ledger(cat), cat.hot_key),
+        Target(f"sales (page {sales_pages:,})", sales_last, cat.hot_key),
         Target("invalid key", api + hot, UNKNOWN_KEY, expect=401),
         Target("rate-limited key", limited + hot, cat.limited_key, expect=429),
     ]
@@ -391,6 +402,15 @@ def goals(rows: list[Row], sizes: list[dict[str, Any]], backend: str = "sqlite")
     far = next(r for r in one.values() if r.target.startswith("buyers (page") and r is not b1)
     factor = far.summary.p50_ms / b1.summary.p50_ms
     goal(factor <= 2, f"{far.target} p50 within 2x of page 1 (64 connections): {factor:.1f}x")
+    check = one["check (owned)"]
+    goal(
+        check.ratio >= 0.9 * d.ratio,
+        f"check within 10% of details: {check.ratio:.2f}x vs {d.ratio:.2f}x",
+    )
+    first = one["sales (first page)"]
+    end = next(r for r in one.values() if r.target.startswith("sales (page"))
+    factor = end.summary.p50_ms / first.summary.p50_ms
+    goal(factor <= 2, f"{end.target} p50 within 2x of the first page: {factor:.1f}x")
     if len(sizes) >= 2:
         small, large = sizes[0], sizes[-1]
         change = large["req_per_s"] / small["req_per_s"] - 1
