@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
-import json
 import uuid
 from datetime import date, timedelta
 from pathlib import Path
