@@ -31,7 +31,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.servers import DETAILS, PKGCAT, Served, environment, free_port, seed, serving
+from tests.servers import (
+    DETAILS,
+    PKGCAT,
+    Served,
+    environment,
+    free_port,
+    poll,
+    seed,
+    serving,
+)
 
 pytestmark = pytest.mark.server
 
@@ -239,6 +248,14 @@ def test_idle_silent_and_slow_connections_are_closed_after_the_header_timeout(
         assert answered.status_code == 200
 
 
+def _answers(url: str) -> bool | None:
+    """True once ``url`` answers 200; None (poll again) while nothing listens yet."""
+    with contextlib.suppress(httpx.TransportError):
+        if httpx.get(url, timeout=1).status_code == 200:
+            return True
+    return None
+
+
 def test_serve_fits_its_connections_to_a_low_open_files_limit(tmp_path: Path) -> None:
     env = environment(f"sqlite:///{tmp_path / 'served.db'}")
     seed(env)
@@ -261,6 +278,9 @@ def test_serve_fits_its_connections_to_a_low_open_files_limit(tmp_path: Path) ->
             line = server.stderr.readline()
             assert line, f"pkgcat serve stopped: {''.join(lines)}"
             lines.append(line)
+        # Stopped only once it serves: a Ctrl-C while its worker is still starting is
+        # another matter than the one tested here.
+        poll(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), "the server's health check")
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=15)
