@@ -83,6 +83,12 @@ class Settings(BaseSettings):
         le=600,
         description="Seconds a connection has to send a request's headers, from when it opens or its last answer went out; an idle or slow connection is closed after it.",
     )
+    stop_timeout: int = Field(
+        default=30,
+        ge=1,
+        le=3600,
+        description="Seconds `pkgcat serve` gives each worker to finish after a stop (Ctrl-C, SIGTERM); a worker still running then is killed (SIGKILL), so a hung or stopped worker cannot hold the server up.",
+    )
     auth_failure_limit: str = Field(
         default="20/minute",
         description="Failed authentications allowed per client address (`N/second|minute|hour|day`); past it, the address is refused with 429 until the window ends.",

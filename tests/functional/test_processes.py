@@ -27,10 +27,13 @@ from tests.servers import (
     Served,
     children,
     demo_server,
+    environment,
     free_port,
     kill_marked,
     poll,
     running,
+    seed,
+    serving,
     stat,
     stop,
 )
@@ -319,3 +322,20 @@ def test_a_server_stopped_while_its_workers_start_stops(tmp_path: Path, database
             assert poll(server.poll, "the server stops") == 0
         finally:
             stop(server)
+
+
+def test_a_worker_that_does_not_stop_is_killed_after_the_stop_timeout(
+    tmp_path: Path, database_url: str
+) -> None:
+    env = environment(database_url, stop_timeout="2")
+    seed(env)
+    with serving(env, tmp_path / "server.log") as served:
+        (worker,) = children(served.process.pid)
+        os.kill(worker.pid, signal.SIGSTOP)  # a worker that cannot finish anything
+        try:
+            served.process.send_signal(signal.SIGINT)
+            poll(served.process.poll, "the server stops although its worker does not")
+            assert not running(worker)
+        finally:
+            if running(worker):
+                os.kill(worker.pid, signal.SIGKILL)

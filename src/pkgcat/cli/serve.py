@@ -115,6 +115,11 @@ def _serve(settings: Settings) -> None:
         # again within about 5 s of being replaced, granian treats it as a crash loop and
         # stops the server (exit code 1).
         respawn_failed_workers=True,
+        # A stop waits this long for each worker to finish its requests, then kills it:
+        # a worker that cannot stop (hung, or stopped) must not keep the server from
+        # ending. Every count is committed before its answer is sent, so a killed worker
+        # loses none.
+        workers_kill_timeout=settings.stop_timeout,
         # HTTP/1.1 only: granian's automatic choice between HTTP/1 and HTTP/2 reads a
         # connection's first bytes with no timeout, so a client that connects and sends
         # nothing held its connection (and one of the worker's connection slots) for
