@@ -7,6 +7,7 @@ end of a connection.
 
 from __future__ import annotations
 
+import ctypes
 import http.client
 import os
 import signal
@@ -339,3 +340,30 @@ def test_a_worker_that_does_not_stop_is_killed_after_the_stop_timeout(
         finally:
             if running(worker):
                 os.kill(worker.pid, signal.SIGKILL)
+
+
+def _signal_thread(pid: int, tid: int, signum: int) -> None:
+    """tgkill(2): ``signum`` to one thread of process ``pid``, as the kernel may pick it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(SYS_TGKILL, pid, tid, signum) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill {pid} {tid}")
+
+
+SYS_TGKILL = 234  # x86-64
+"""The system call's number on x86-64 (glibc has no wrapper before 2.30)."""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="tgkill's number is x86-64's")
+def test_a_stop_delivered_to_another_thread_of_the_server_stops_it(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The kernel hands a process's signal to any thread that does not block it; while the
+    server's main thread waits, Python runs the handler only once that thread wakes up."""
+    env = environment(database_url)
+    seed(env)
+    with serving(env, tmp_path / "server.log") as served:
+        pid = served.process.pid
+        others = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+        assert others, "the server runs threads besides its main one"
+        _signal_thread(pid, others[0], signal.SIGINT)
+        assert poll(served.process.poll, "the server stops") == 0

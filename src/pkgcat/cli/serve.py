@@ -9,6 +9,7 @@ import resource
 import shutil
 import socket
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Annotated
@@ -103,7 +104,7 @@ def _serve(settings: Settings) -> None:
         )
     _print_banner(settings, connections)
     obey_stop_signals_in_forks()
-    Granian(
+    server = Granian(
         target=f"{worker_app.__module__}:{worker_app.__name__}",
         factory=True,
         interface=Interfaces.ASGI,
@@ -140,7 +141,29 @@ def _serve(settings: Settings) -> None:
         log_access=False,
         log_level=LogLevels(settings.log_level),
         log_dictconfig=logging_config(settings),  # applied in the server and in each worker
-    ).serve()
+    )
+    # granian's main thread sleeps on this event until a signal's handler sets it. The kernel
+    # may hand SIGINT or SIGTERM to another thread of the server, and Python runs handlers
+    # only in the main thread, once it wakes: with granian's endless wait, that stop was
+    # lost and the server served on. This event wakes the main thread twice a second.
+    server.main_loop_interrupt = WakefulEvent()
+    server.serve()
+
+
+class WakefulEvent(threading.Event):
+    """A :class:`threading.Event` whose endless :meth:`wait` wakes up every ``tick`` seconds.
+
+    Each wake-up lets the main thread run the signal handlers that another thread received.
+    """
+
+    tick = 0.5
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is not None:
+            return super().wait(timeout)
+        while not super().wait(self.tick):
+            pass
+        return True
 
 
 HEADER_BUFFER = 8192 + 65_536
