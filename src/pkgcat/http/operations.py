@@ -96,13 +96,13 @@ class Parameter:
         return min(self.bounded(query), LIMIT_MAX)
 
     def flag(self, query: Query) -> bool | None:
-        """``0`` or ``1`` as a boolean; ``None`` when absent."""
-        raw = query.get(self.name)
-        if raw is None:
+        """``0`` or ``1`` (an integer, spelled as any other) as a boolean; ``None`` when absent."""
+        if self.name not in query:
             return None
-        if raw not in ("0", "1"):
-            raise InvalidArgument(self.name, f"must be 0 or 1, got {raw!r}")
-        return raw == "1"
+        value = self.integer(query)
+        if value not in (0, 1):
+            raise InvalidArgument(self.name, f"must be 0 or 1, got {query[self.name]!r}")
+        return value == 1
 
     def day(self, query: Query) -> date | None:
         """A ``YYYY-MM-DD`` day; ``None`` when absent."""

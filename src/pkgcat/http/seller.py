@@ -15,27 +15,12 @@ from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
-from pkgcat.http.operations import BY_NAME, LIMIT, Parameter
+from pkgcat.http.operations import BY_NAME, LIMIT
 from pkgcat.http.params import Query, ResponseCache, view
-from pkgcat.services import BLANK, CatalogueService, buyers_window
+from pkgcat.services import BLANK, CatalogueService
 
 _PAID = BY_NAME["source/packages"].parameter("paid")
 _ONLINE = BY_NAME["source/packages"].parameter("online")
-
-
-def flag(query: Query, parameter: Parameter) -> bool | None:
-    """A 0|1 parameter (an integer, spelled as any other) as a boolean; ``None`` when absent."""
-    if parameter.name not in query:
-        return None
-    value = parameter.integer(query)
-    if value not in (0, 1):
-        raise InvalidArgument(parameter.name, f"must be 0 or 1, got {query[parameter.name]!r}")
-    return value == 1
-
-
-def _limit(query: Query) -> int:
-    limit, _ = buyers_window(LIMIT.integer(query), 1)
-    return limit
 
 
 def _optional(query: Query, name: str) -> str | None:
@@ -49,7 +34,7 @@ async def buyers_walk(
     """buyers.json with ``cursor`` (even empty): keyset pages with ``has_more`` and ``cursor``."""
     if "page" in query:
         raise InvalidArgument("cursor", "not together with page; give one or the other")
-    limit = _limit(query)
+    limit = LIMIT.page_size(query)
     cursor = query.get("cursor", "")
     package_id = query.get("package", "")
     key = ("buyers-walk", package_id, limit, cursor, *view(caller))
@@ -64,8 +49,8 @@ async def buyers_walk(
 async def source_packages(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    paid, online = flag(query, _PAID), flag(query, _ONLINE)
-    limit = _limit(query)
+    paid, online = _PAID.flag(query), _ONLINE.flag(query)
+    limit = LIMIT.page_size(query)
     cursor = query.get("cursor") or None
     key = ("source/packages", paid, online, limit, cursor, *view(caller))
     body = cache.get(caller.generation, key)
@@ -98,7 +83,7 @@ async def sales(
 ) -> bytes:
     start, end = query.get("start"), query.get("end")
     package_id, status = _optional(query, "package"), query.get("status")
-    limit = _limit(query)
+    limit = LIMIT.page_size(query)
     cursor = query.get("cursor") or None
     # Today decides the default range: it is part of the key.
     key = (
