@@ -246,7 +246,7 @@ class ApiApp:
             scope, path, handler, request_id, authorization, if_none_match
         )
         if self._metrics is not None:
-            self._metrics.request(handler, status_code, code, perf_counter() - started)
+            self._metrics.request(path, status_code, code, perf_counter() - started)
         headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
         await send({"type": "http.response.start", "status": status_code, "headers": headers})
