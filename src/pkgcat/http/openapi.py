@@ -122,6 +122,17 @@ _ETAG: dict[str, Schema] = {
     }
 }
 
+_IF_NONE_MATCH: Schema = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": (
+        "ETags of bodies the client holds (a list, or `*`): when one is the current body's, "
+        "the answer is 304 Not Modified without a body."
+    ),
+    "schema": {"type": "string"},
+}
+
 _AUTHENTICATED_ERRORS = {2, 8, 12, 13}
 """Errors answered after the key was accepted: they carry the rate-limit headers."""
 
@@ -148,6 +159,17 @@ def _success(operation: Operation, schema: Schema) -> Schema:
                 )
             }
         },
+    }
+
+
+def _not_modified() -> Schema:
+    """The 304 of an operation with an ``ETag``: no body, its headers as a 200's."""
+    return {
+        "description": (
+            "Not Modified: an ETag of If-None-Match is the current body's. No body; "
+            "counted and rate-limited like any request."
+        ),
+        "headers": _RATE_HEADERS | _ETAG,
     }
 
 
@@ -235,15 +257,20 @@ def _parameter(parameter: Parameter) -> Schema:
 def _operation(operation: Operation, schemas: Keyed, every: bool) -> Schema:
     response = _response_schema(operation, schemas, every)
     responses: Schema = {"200": _success(operation, response)}
+    if operation.etag:
+        responses["304"] = _not_modified()
     parameters = operation.parameters if every else operation.served_parameters()
     responses |= _errors(operation)
+    declared = [_parameter(p) for p in parameters]
+    if operation.etag:
+        declared.append(_IF_NONE_MATCH)
     return {
         "get": {
             "operationId": operation.operation_id,
             "tags": [operation.tag],
             "summary": operation.summary,
             "description": operation.doc,
-            "parameters": [_parameter(p) for p in parameters],
+            "parameters": declared,
             "responses": responses,
         }
     }
