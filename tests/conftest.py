@@ -101,7 +101,7 @@ class Api:
         deadline = time.monotonic() + timeout
         while True:
             ready = self.http.get("/readyz").json()
-            if ready["seen_generation"] >= ready["catalogue_generation"]:
+            if ready["caches"] == "current":
                 return
             assert time.monotonic() < deadline, f"changes not seen within {timeout} s: {ready}"
             time.sleep(0.005)  # polling for a notification, not timing anything

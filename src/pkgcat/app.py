@@ -47,7 +47,9 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         await storage.close()
         await throttle.close()
 
-    site = create_site(on_shutdown=close, ready=storage.readiness, metrics=metrics)
+    site = create_site(
+        on_shutdown=close, ready=storage.readiness, throttle=throttle, metrics=metrics
+    )
     return ApiApp(
         service,
         site,

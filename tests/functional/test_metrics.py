@@ -179,8 +179,7 @@ def settle(served: Served) -> None:
 
     def known() -> bool | None:
         ready = httpx.get(f"{served.base}/readyz", timeout=10).json()
-        seen = ready["seen_generation"]
-        return True if 0 <= ready["catalogue_generation"] <= seen else None
+        return True if ready["caches"] == "current" else None
 
     poll(known, "the worker's caches on")
 

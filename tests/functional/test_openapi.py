@@ -143,7 +143,8 @@ def test_the_server_applies_the_bounds_and_defaults_the_document_states(
 def test_the_docs_page_works_offline(api: Api) -> None:
     page = api.http.get("/docs")
     assert page.status_code == 200
-    assert "/openapi.json" in page.text
+    assert '<script src="/docs/start.js">' in page.text
+    assert "/openapi.json" in api.http.get("/docs/start.js").text
     for asset in ("/docs/static/swagger-ui-bundle.js", "/docs/static/swagger-ui.css"):
         response = api.http.get(asset)
         assert response.status_code == 200, asset

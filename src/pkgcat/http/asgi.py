@@ -114,6 +114,43 @@ def _refused(error: RateLimited) -> tuple[int, bytes, Headers]:
     return status, body, _rate_headers(error.decision) + headers
 
 
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(:[0-9]*)?")
+"""A ``Host`` value: ``uri-host [ ":" port ]`` (RFC 9110, section 7.2), its host not empty."""
+
+
+def _malformed(scope: Scope, hosts: int, host: bytes | None) -> ApiError | None:
+    """Why a request's target or ``Host`` is not one to answer, if it is not (RFC 9112).
+
+    Nothing the server sends is built from ``Host`` (every redirect is relative), but a
+    request an origin server must refuse is refused: without ``Host`` in HTTP/1.1 (an
+    HTTP/1.0 request may leave it out: granian gives it as empty), with two, or with a
+    value that is no host; and a target that is no path, such as ``CONNECT``'s
+    ``host:port``.
+    """
+    if scope["method"] == "CONNECT":
+        return MethodNotAllowed("method CONNECT not allowed: this server is no proxy")
+    if scope["path"][:1] != "/":
+        return InvalidArgument("request target", "must be a path that starts with /")
+    if hosts == 1 and host == b"" and scope["http_version"] in ("1", "1.0"):
+        return None
+    if hosts != 1 or not _HOST.fullmatch(host or b""):
+        return InvalidArgument(
+            "Host", "send exactly one Host header naming this server (RFC 9112, section 3.2)"
+        )
+    return None
+
+
+async def _refuse(send: Send, request_id: str, error: ApiError) -> None:
+    """Answer ``error`` in the envelope, before any routing."""
+    status, body, headers = error_response(error)
+    if isinstance(error, MethodNotAllowed):
+        headers.append((b"allow", b"GET, HEAD"))
+    headers.extend(_API_HEADERS)
+    headers.append((b"x-request-id", request_id.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def _rate_headers(decision: RateDecision) -> Headers:
     return [
         (b"ratelimit-limit", str(decision.limit).encode()),
@@ -209,8 +246,9 @@ class ApiApp:
         if scope["type"] != "http":
             await self.site(scope, receive, send)
             return
-        # One pass over the headers for the three this app reads.
-        authorization = given_id = if_none_match = None
+        # One pass over the headers for the four this app reads.
+        authorization = given_id = if_none_match = host = None
+        hosts = 0
         for name, value in scope["headers"]:
             if name == b"authorization":
                 if authorization is None:
@@ -219,6 +257,9 @@ class ApiApp:
                 given_id = value
             elif name == b"if-none-match":
                 if_none_match = bytes(value)
+            elif name == b"host":
+                hosts += 1
+                host = value
         request_id = (
             given_id.decode("ascii")
             if given_id is not None and _GIVEN_ID.fullmatch(given_id) and _KEY not in given_id
@@ -228,6 +269,13 @@ class ApiApp:
         logged = access.isEnabledFor(INFO)
         started = perf_counter() if logged or self._metrics is not None else 0.0
         path: str = scope["path"]
+        if hosts != 1 or not _HOST.fullmatch(host or b"") or path[:1] != "/":
+            refusal = _malformed(scope, hosts, host)
+            if refusal is not None:
+                await _refuse(send, request_id, refusal)
+                if logged:
+                    _access_line(scope, None, refusal.status, refusal.code, None, started)
+                return
         handler = ROUTES.get(path)
         if (
             handler is None
