@@ -57,6 +57,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         unavailable=database_unavailable,
         cache_bytes=settings.cache_max_bytes,
         metrics=metrics,
+        query_keys=settings.query_keys,
     )
 
 

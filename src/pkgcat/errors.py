@@ -43,6 +43,12 @@ class Unauthenticated(ApiError):
     code, status, when = 5, 401, "missing, unknown or revoked secret key, or two different keys"
 
 
+class QueryKeyRefused(Unauthenticated):
+    """Code 5 for a key in the query string where the deployment takes it only in the header.
+
+    Not a guess (the key is not looked at), so not counted against the address."""
+
+
 class UnknownVersion(ApiError):
     code, status, when = 6, 404, "unknown API version"
 

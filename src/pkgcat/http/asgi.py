@@ -28,6 +28,7 @@ from pkgcat.errors import (
     InternalError,
     InvalidArgument,
     MethodNotAllowed,
+    QueryKeyRefused,
     RateLimited,
     TooManyFailures,
     Unauthenticated,
@@ -223,9 +224,12 @@ class ApiApp:
         *,
         cache_bytes: int,
         metrics: Metrics | None = None,
+        query_keys: bool = True,
     ) -> None:
-        """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share."""
+        """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
+        ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``)."""
         self.service = service
+        self.query_keys = query_keys
         self.site = site
         self.throttle = throttle
         # Whether a failure means the database is locked or unreachable (503), not a bug (500).
@@ -332,7 +336,7 @@ class ApiApp:
                     raise TooManyFailures(throttle.allowance, wait)
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
-            key = presented_key(query.get("secret_key"), authorization)
+            key = presented_key(query.get("secret_key"), authorization, query_keys=self.query_keys)
             caller, decision = await self.service.admit(key, operation_name(path))
             application = caller.application.id
             rate = _rate_headers(decision)
@@ -351,7 +355,9 @@ class ApiApp:
         except RateLimited as error:
             return *_refused(error), error.code, error.application_id
         except Unauthenticated as error:
-            if authorization is not None or query.get("secret_key"):  # no key is not a guess
+            # No key is not a guess, nor is a key the deployment refuses unread in the query.
+            guess = authorization is not None or query.get("secret_key")
+            if guess and not isinstance(error, QueryKeyRefused):
                 throttle = self.throttle
                 wait = await throttle.failed(throttle.client(scope))
                 if wait is not None:
