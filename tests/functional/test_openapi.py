@@ -80,6 +80,30 @@ def test_the_operations_with_an_etag_declare_their_304_and_if_none_match() -> No
             assert headers == set(), operation.name
 
 
+def test_the_codes_that_always_carry_the_rate_limit_headers_are_those_of_decision_7() -> None:
+    """docs/api.md promised them on code 15, which comes before the count too (without them)."""
+    promised = re.search(
+        r"That includes the errors answered then:\s+codes ([\d, and]+?), and code 15 when",
+        read(DOCS / "api.md"),
+    )
+    assert promised is not None, "decision 7 lists no codes"
+    listed = {int(code) for code in re.findall(r"\d+", promised.group(1))}
+    declared: dict[int, set[bool]] = {}
+    for path in ROUTES:
+        for status, response in openapi_document()["paths"][path]["get"]["responses"].items():
+            if status in ("200", "304"):
+                continue
+            code = next(
+                part["properties"]["code"]["const"]
+                for part in response["content"]["application/json"]["schema"]["allOf"]
+                if "properties" in part
+            )
+            limit = response["headers"].get("RateLimit-Limit", {})
+            declared.setdefault(code, set()).add(bool(limit.get("required")))
+    assert {code for code, required in declared.items() if required == {True}} == listed
+    assert declared[15] == {False}  # 500 and 503: optional
+
+
 def test_both_shapes_are_described() -> None:
     schemas = openapi_document()["components"]["schemas"]
     assert {"PackageA", "PackageB", "UsageEntryA", "UsageEntryB", "SourceA", "SourceB"} <= set(

@@ -135,6 +135,9 @@ _IF_NONE_MATCH: Schema = {
 
 _AUTHENTICATED_ERRORS = {2, 8, 12, 13}
 """Errors answered after the key was accepted: they carry the rate-limit headers."""
+_MAYBE_AUTHENTICATED_ERRORS = {15}
+"""Errors that carry the rate-limit headers when they come after the request was counted
+(the operation failed), and not when the key check or the count itself failed."""
 
 
 def _object(properties: dict[str, Schema], description: str) -> Schema:
@@ -175,6 +178,12 @@ def _not_modified() -> Schema:
 
 def _error(error: type[ApiError], description: str) -> Schema:
     headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
+    if error.code in _MAYBE_AUTHENTICATED_ERRORS:
+        headers |= {
+            name: {**header, "required": False}
+            for name, header in _RATE_HEADERS.items()
+            if name.startswith("RateLimit-")
+        }
     if issubclass(error, RateLimited) or error is Unavailable:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     if error is MethodNotAllowed:
