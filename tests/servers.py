@@ -115,6 +115,22 @@ def serving(
         output.close()
 
 
+def pasted(
+    script: str, env: dict[str, str], cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run by bash as if pasted into a shell of ``cwd`` (``set -e``: it stops at
+    the first command that fails); its output and exit code."""
+    return subprocess.run(
+        ["bash", "-c", f"set -e\n{script}"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @contextmanager
 def demo_server(
     directory: Path,

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.backends import unavailable
-from tests.servers import PKGCAT, demo_server, environment, free_port, serving
+from tests.servers import PKGCAT, demo_server, environment, free_port, pasted, serving
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -165,16 +165,9 @@ def test_every_command_the_demo_prints_works_when_pasted(tmp_path: Path) -> None
     env["PATH"] = os.pathsep.join([str(Path(curl).parent), env["PATH"]])
     assert shutil.which("pkgcat", path=env["PATH"]) is None, "pkgcat must not be on the PATH"
     folder = bin_dir.parent.parent  # `make run` runs .venv/bin/pkgcat from the project's folder
-    started = os.path.relpath(PKGCAT, folder)
-    printed = subprocess.run(
-        [started, "demo"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout.splitlines()
+    demo = pasted(f"{os.path.relpath(PKGCAT, folder)} demo", env, folder)
+    assert demo.returncode == 0, demo.stderr
+    printed = demo.stdout.splitlines()
     at = printed.index("try:")
     curls = [line.strip() for line in printed[at + 1 : at + 4]]
     assert all(line.startswith("curl ") for line in curls), curls
@@ -183,23 +176,9 @@ def test_every_command_the_demo_prints_works_when_pasted(tmp_path: Path) -> None
     assert export.startswith("export PKGCAT_SECRET_KEY=pkc_")
     with serving(env, tmp_path / "server.log", port=port):
         for line in curls:
-            done = subprocess.run(
-                ["bash", "-c", line],
-                cwd=folder,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            done = pasted(line, env, folder)
             assert done.returncode == 0, (line, done.stderr)
             assert json.loads(done.stdout)["code"] == 0, (line, done.stdout)
-        done = subprocess.run(
-            ["bash", "-c", f"set -e\n{export}\n{command}"],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = pasted(f"{export}\n{command}", env, folder)
     assert done.returncode == 0, (command, done.stderr)
     assert "com.havoclabs.velvet" in done.stdout
