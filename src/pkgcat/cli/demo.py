@@ -89,6 +89,7 @@ def demo(
             packages=plan.packages,
             purchases=plan.purchases,
             usage=plan.usage,
+            operations=plan.operations,
             devices=plan.devices,
             replace=force,
         )
