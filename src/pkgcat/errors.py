@@ -82,13 +82,13 @@ class RateLimited(ApiError):
 class TooManyFailures(RateLimited):
     """Code 13 for a client address past its allowance of failed authentications."""
 
-    def __init__(self, allowance: int, retry_after: int) -> None:
+    def __init__(self, allowance: int, retry_after: int, window: int) -> None:
         ApiError.__init__(
             self,
             f"too many failed authentications from this address; retry in {retry_after} s",
         )
         self.decision = RateDecision(
-            allowed=False, limit=allowance, remaining=0, reset_after=retry_after
+            allowed=False, limit=allowance, remaining=0, reset_after=retry_after, window=window
         )
 
 

@@ -181,7 +181,7 @@ def test_decisions_follow_the_fixed_window(redis_url: str, namespace: str) -> No
             assert all(d.limit == 3 for d in decisions)
             assert all(1 <= d.reset_after <= 60 for d in decisions)
             # Another application has a window of its own...
-            assert await hit(limiter, 2) == RateDecision(True, 3, 2, 60)
+            assert await hit(limiter, 2) == RateDecision(True, 3, 2, 60, 60)
             assert not (await hit(limiter, 1)).allowed
             # ...and so has another catalogue sharing the Redis.
             other = RedisLimiter(redis_url, "3/minute", namespace + "-other")
@@ -213,7 +213,7 @@ def test_a_counter_without_expiry_gets_one(redis_url: str, namespace: str) -> No
             await limiter.close()
 
     decision = asyncio.run(main())
-    assert decision == RateDecision(allowed=False, limit=5, remaining=0, reset_after=60)
+    assert decision == RateDecision(allowed=False, limit=5, remaining=0, reset_after=60, window=60)
     with redis.Redis.from_url(redis_url) as client:
         assert 0 < client.pttl(key) <= 60_000
 
@@ -368,7 +368,10 @@ def test_no_redis_fails_open_with_one_warning(
             await limiter.close()
 
     decisions = asyncio.run(main())
-    assert decisions == [RateDecision(allowed=True, limit=3, remaining=3, reset_after=60)] * 10
+    assert (
+        decisions
+        == [RateDecision(allowed=True, limit=3, remaining=3, reset_after=60, window=60)] * 10
+    )
     [warning] = warnings_of(caplog)
     assert "rate limits are not enforced" in warning.getMessage()
     assert "not-to-be-logged" not in caplog.text
@@ -422,7 +425,7 @@ def test_limits_are_enforced_again_when_redis_comes_back(
     private_redis: PrivateRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    fail_open = RateDecision(allowed=True, limit=2, remaining=2, reset_after=60)
+    fail_open = RateDecision(allowed=True, limit=2, remaining=2, reset_after=60, window=60)
 
     async def main() -> None:
         limiter = RedisLimiter(

@@ -157,6 +157,8 @@ def _rate_headers(decision: RateDecision) -> Headers:
         (b"ratelimit-limit", str(decision.limit).encode()),
         (b"ratelimit-remaining", str(decision.remaining).encode()),
         (b"ratelimit-reset", str(decision.reset_after).encode()),
+        # draft-ietf-httpapi-ratelimit-headers: the quota and its window, in seconds.
+        (b"ratelimit-policy", f"{decision.limit};w={decision.window}".encode()),
     ]
 
 
@@ -333,7 +335,7 @@ class ApiApp:
             if throttle.refused:  # some address guessed too many keys: is it this one?
                 wait = throttle.refusal(throttle.client(scope))
                 if wait is not None:
-                    raise TooManyFailures(throttle.allowance, wait)
+                    raise TooManyFailures(throttle.allowance, wait, throttle.window)
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), authorization, query_keys=self.query_keys)
@@ -361,7 +363,7 @@ class ApiApp:
                 throttle = self.throttle
                 wait = await throttle.failed(throttle.client(scope))
                 if wait is not None:
-                    refused = TooManyFailures(throttle.allowance, wait)
+                    refused = TooManyFailures(throttle.allowance, wait, throttle.window)
                     return *_refused(refused), refused.code, application
             status, body, headers = error_response(error)
             return status, body, rate + headers, error.code, application

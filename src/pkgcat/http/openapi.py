@@ -110,6 +110,11 @@ _RATE_HEADERS: dict[str, Schema] = {
     "RateLimit-Limit": {**_HEADER, "description": "Requests allowed per window."},
     "RateLimit-Remaining": {**_HEADER, "description": "Requests left in the window."},
     "RateLimit-Reset": {**_HEADER, "description": "Seconds until the window resets."},
+    "RateLimit-Policy": {
+        "schema": {"type": "string", "pattern": r"^[0-9]+;w=[0-9]+$"},
+        "required": True,
+        "description": "The limit and its window in seconds: `3600;w=3600` is 3600 requests an hour.",
+    },
 } | _REQUEST_ID
 _ETAG: dict[str, Schema] = {
     "ETag": {

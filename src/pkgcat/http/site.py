@@ -186,7 +186,7 @@ def create_site(
             if authorization is not None:  # no token is no guess
                 wait = await throttle.failed(client)
         if wait is not None:
-            return _envelope(TooManyFailures(throttle.allowance, wait))
+            return _envelope(TooManyFailures(throttle.allowance, wait, throttle.window))
         return _envelope(
             Unauthenticated("/metrics needs Authorization: Bearer <PKGCAT_METRICS_TOKEN>"),
             {"www-authenticate": 'Bearer realm="metrics"'},
