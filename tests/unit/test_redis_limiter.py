@@ -1,7 +1,8 @@
 """The Redis rate limiter against real Redis servers: decisions, exactness, batching, outages.
 
-Opt in by naming a Redis in ``PKGCAT_TEST_REDIS_URL`` (``redis://127.0.0.1:6379/0``);
-without it the tests that need one skip, except in CI (``CI`` set), where they fail.
+The Redis is ``PKGCAT_TEST_REDIS_URL``'s, or the one at the default local address
+(``redis://127.0.0.1:6379/0``); without either the tests that need one skip, except in CI
+(``CI`` set), where they fail.
 Tests that must read server-wide counters, or stop and restart the server, start
 a ``redis-server`` of their own on a free port: a shared server's counters move
 with other clients' traffic, and stopping it would disturb them.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 import socket
 import subprocess
@@ -26,22 +26,16 @@ import redis
 
 from pkgcat.domain import RateDecision
 from pkgcat.storage.redis.limiter import RedisLimiter
-from tests.backends import unavailable
+from tests.backends import REDIS_VARIABLE, service_url, unavailable
 
 LOGGER = "pkgcat.storage.redis"
 WAIT = 10.0
 """Upper bound, in seconds, of any single wait in these tests (they take far less)."""
-# Read at import: the suite's autouse fixture removes every PKGCAT_* variable before
-# each test runs, so that the app under test never sees a developer's settings.
-REDIS_URL = os.environ.get("PKGCAT_TEST_REDIS_URL")
 
 
 @pytest.fixture
 def redis_url() -> str:
-    url = REDIS_URL
-    if not url:
-        unavailable("PKGCAT_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0)")
-    assert url is not None
+    url = service_url(REDIS_VARIABLE, "Redis")
     client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
     try:
         client.ping()
