@@ -215,6 +215,14 @@ def test_the_recorded_table_of_docs_benchmarks_md_has_a_1_worker_details_ratio()
         assert figures.p99_ratio > 0, target
 
 
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    """A docs/benchmarks.md recording :data:`TABLE`."""
+    path = tmp_path / "benchmarks.md"
+    path.write_text(TABLE, encoding="utf-8")
+    return path
+
+
 def busy_run(baseline_rate: float, details: float, invalid: float) -> list[Measured]:
     """A smoke's rows: the baseline's req/s, and two targets' ratios (TABLE records both)."""
     return [
@@ -224,13 +232,8 @@ def busy_run(baseline_rate: float, details: float, invalid: float) -> list[Measu
     ]
 
 
-def test_a_busy_machine_is_told_from_a_drop_when_the_baseline_itself_moved(
-    tmp_path: Path,
-) -> None:
+def test_a_busy_machine_is_told_from_a_drop_when_the_baseline_itself_moved(doc: Path) -> None:
     """Every ratio 40% low while the bare baseline did 44% fewer req/s: the machine, not pkgcat."""
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text(TABLE, encoding="utf-8")
-
     lines = reference.report(busy_run(25_500, 0.23, 0.17), doc, smoke=True)
 
     moved = [line for line in lines if line.startswith("the baseline itself moved")]
@@ -239,12 +242,7 @@ def test_a_busy_machine_is_told_from_a_drop_when_the_baseline_itself_moved(
     assert not [line for line in lines if line.startswith("WARNING:")]
 
 
-def test_on_a_busy_machine_a_target_that_fell_below_the_others_is_still_flagged(
-    tmp_path: Path,
-) -> None:
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text(TABLE, encoding="utf-8")
-
+def test_on_a_busy_machine_a_target_that_fell_below_the_others_is_still_flagged(doc: Path) -> None:
     # details fell to 0.10x (-74%), buyers to 0.17x (-39%): against the others, details dropped.
     lines = reference.report(busy_run(25_500, 0.10, 0.17), doc, smoke=True)
 
@@ -255,12 +253,7 @@ def test_on_a_busy_machine_a_target_that_fell_below_the_others_is_still_flagged(
     assert "below the other targets' common change" in warnings[0]
 
 
-def test_with_the_baseline_where_it_was_a_drop_is_measured_against_the_doc(
-    tmp_path: Path,
-) -> None:
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text(TABLE, encoding="utf-8")
-
+def test_with_the_baseline_where_it_was_a_drop_is_measured_against_the_doc(doc: Path) -> None:
     # The baseline within 25% of the recorded req/s: both targets' 40% drops are warned.
     lines = reference.report(busy_run(40_000, 0.23, 0.17), doc, smoke=True)
 
