@@ -104,6 +104,12 @@ def test_the_conditional_requests_name_the_operations_that_carry_an_etag() -> No
     assert named == {names[path] for path in ROUTES if BY_PATH[path].etag}
 
 
+def test_the_metrics_name_every_operation_as_the_table_does() -> None:
+    metrics = sections(read(DOCS / "operators.md"), "###")["The metrics"]
+    for path in ROUTES:
+        assert f"`{BY_PATH[path].name}`" in metrics, BY_PATH[path].name
+
+
 def test_no_page_says_the_server_writes_no_access_log() -> None:
     assert Settings.model_fields["access_log"].default is True  # one line per request, by default
     for page in sorted(DOCS.glob("*.md")):

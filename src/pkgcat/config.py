@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     )
     rate_limit: str = Field(
         default="3600/hour",
-        description="Requests allowed per application, across the three operations (`N/second|minute|hour|day`).",
+        description="Requests allowed per application, across all the operations together (`N/second|minute|hour|day`).",
     )
     rate_limit_storage: str = Field(
         default="memory://",
