@@ -39,7 +39,9 @@ run: $(STAMP) ## seed the demo into ./pkgcat.db (once) and serve on http://127.0
 	$(BIN)/pkgcat demo --reuse
 	$(BIN)/pkgcat serve
 
-test: $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite
+# PostgreSQL and Redis: PKGCAT_TEST_POSTGRES_URL and PKGCAT_TEST_REDIS_URL, or else each at its
+# default local address when it answers there (tests/backends.py); their tests skip without.
+test: $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite (on PostgreSQL and Redis when they answer)
 	$(BIN)/pytest
 
 lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict

@@ -426,7 +426,12 @@ def compare_with_docs(rows: list[Row], s: Settings) -> list[str]:
     """This run's 1-worker ratios beside docs/benchmarks.md's, and a warning if one dropped."""
     if s.backend != "sqlite":
         return [f"no comparison: docs/benchmarks.md's table is SQLite's, this run {s.backend}'s"]
-    measured = [reference.Measured(r.workers, r.target, r.ratio, r.summary.p99_ms) for r in rows]
+    measured = [
+        reference.Measured(
+            r.workers, r.target, r.ratio, r.summary.p99_ms, r.summary.requests_per_second
+        )
+        for r in rows
+    ]
     return reference.report(measured, DOCS / "benchmarks.md", smoke=s.smoke)
 
 

@@ -82,13 +82,14 @@ def serving(
     workers: int = 1,
     args: Sequence[str] = (),
     apps: Sequence[dict[str, Any]] = (),
+    port: int | None = None,
 ) -> Iterator[Served]:
-    """``pkgcat serve`` on a free port until the block ends, then stopped (SIGINT).
+    """``pkgcat serve`` on ``port`` (or a free one) until the block ends, then stopped (SIGINT).
 
     The server counts as started once one worker says it is ready (``/readyz``); with
     several, the others may still be starting. Its output goes to ``log``.
     """
-    port = free_port()
+    port = port or free_port()
     output = log.open("w+")
     process = subprocess.Popen(
         [PKGCAT, "serve", "--port", str(port), "--workers", str(workers), *args],
@@ -112,6 +113,22 @@ def serving(
     finally:
         stop(process)
         output.close()
+
+
+def pasted(
+    script: str, env: dict[str, str], cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run by bash as if pasted into a shell of ``cwd`` (``set -e``: it stops at
+    the first command that fails); its output and exit code."""
+    return subprocess.run(
+        ["bash", "-c", f"set -e\n{script}"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @contextmanager

@@ -60,11 +60,11 @@ def test_the_table_under_its_heading_is_read_with_thousands_separators() -> None
     rows = reference.parse_table(TABLE)
 
     assert rows == [
-        Measured(1, "baseline (bare ASGI)", 1.0, 2.5),
-        Measured(1, "details (hot id)", 0.38, 6.25),
-        Measured(1, "buyers (page 1,000)", 0.28, 1250.0),
-        Measured(2, "baseline (bare ASGI)", 1.0, 5.0),
-        Measured(2, "details (hot id)", 0.55, 7.5),
+        Measured(1, "baseline (bare ASGI)", 1.0, 2.5, 45543.0),
+        Measured(1, "details (hot id)", 0.38, 6.25, 17093.0),
+        Measured(1, "buyers (page 1,000)", 0.28, 1250.0, 12962.0),
+        Measured(2, "baseline (bare ASGI)", 1.0, 5.0, 35942.0),
+        Measured(2, "details (hot id)", 0.55, 7.5, 19651.0),
     ]
 
 
@@ -213,3 +213,52 @@ def test_the_recorded_table_of_docs_benchmarks_md_has_a_1_worker_details_ratio()
     for target, figures in details.items():
         assert 0 < figures.ratio < 2, target
         assert figures.p99_ratio > 0, target
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Path:
+    """A docs/benchmarks.md recording :data:`TABLE`."""
+    path = tmp_path / "benchmarks.md"
+    path.write_text(TABLE, encoding="utf-8")
+    return path
+
+
+def busy_run(baseline_rate: float, details: float, invalid: float) -> list[Measured]:
+    """A smoke's rows: the baseline's req/s, and two targets' ratios (TABLE records both)."""
+    return [
+        Measured(1, reference.BASELINE, 1.0, 4.0, baseline_rate),
+        Measured(1, "details (hot id)", details, 8.0, baseline_rate * details),
+        Measured(1, "buyers (page 1,000)", invalid, 8.0, baseline_rate * invalid),
+    ]
+
+
+def test_a_busy_machine_is_told_from_a_drop_when_the_baseline_itself_moved(doc: Path) -> None:
+    """Every ratio 40% low while the bare baseline did 44% fewer req/s: the machine, not pkgcat."""
+    lines = reference.report(busy_run(25_500, 0.23, 0.17), doc, smoke=True)
+
+    moved = [line for line in lines if line.startswith("the baseline itself moved")]
+    assert len(moved) == 1
+    assert "25,500 req/s against 45,543 recorded (-44%)" in moved[0]
+    assert not [line for line in lines if line.startswith("WARNING:")]
+
+
+def test_on_a_busy_machine_a_target_that_fell_below_the_others_is_still_flagged(doc: Path) -> None:
+    # details fell to 0.10x (-74%), buyers to 0.17x (-39%): against the others, details dropped.
+    lines = reference.report(busy_run(25_500, 0.10, 0.17), doc, smoke=True)
+
+    warnings = [line for line in lines if line.startswith("WARNING:")]
+    assert len(warnings) == 1
+    assert "details (hot id) 0.10x against 0.38x" in warnings[0]
+    assert "buyers" not in warnings[0]
+    assert "below the other targets' common change" in warnings[0]
+
+
+def test_with_the_baseline_where_it_was_a_drop_is_measured_against_the_doc(doc: Path) -> None:
+    # The baseline within 25% of the recorded req/s: both targets' 40% drops are warned.
+    lines = reference.report(busy_run(40_000, 0.23, 0.17), doc, smoke=True)
+
+    assert not [line for line in lines if line.startswith("the baseline itself moved")]
+    warnings = [line for line in lines if line.startswith("WARNING:")]
+    assert len(warnings) == 1
+    assert "details (hot id) 0.23x against 0.38x" in warnings[0]
+    assert "buyers (page 1,000) 0.17x against 0.28x" in warnings[0]

@@ -10,6 +10,7 @@ import pytest
 from pkgcat.cli import command_tree
 from pkgcat.config import Settings
 from pkgcat.errors import ERROR_TABLE, ApiError
+from pkgcat.http.operations import BY_PATH
 from pkgcat.http.routes import ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,6 +93,27 @@ def test_every_error_code_has_a_table_row_with_its_status(error: type[ApiError])
 @pytest.mark.parametrize("path", sorted(ROUTES))
 def test_every_operation_is_documented(path: str) -> None:
     assert f"`GET {path}`" in read(DOCS / "api.md")
+
+
+def test_the_conditional_requests_name_the_operations_that_carry_an_etag() -> None:
+    text = read(DOCS / "api.md")
+    names = {row[1].strip("`"): row[0].lower() for row in table_rows(text) if len(row) == 3}
+    listed = re.search(r"own\): (.*?)\. Send it back", " ".join(text.split()))
+    assert listed is not None, "docs/api.md's conditional requests list no operations"
+    named = set(re.split(r", | and ", re.sub(r" \(.*?\)", "", listed.group(1))))
+    assert named == {names[path] for path in ROUTES if BY_PATH[path].etag}
+
+
+def test_the_metrics_name_every_operation_as_the_table_does() -> None:
+    metrics = sections(read(DOCS / "operators.md"), "###")["The metrics"]
+    for path in ROUTES:
+        assert f"`{BY_PATH[path].name}`" in metrics, BY_PATH[path].name
+
+
+def test_no_page_says_the_server_writes_no_access_log() -> None:
+    assert Settings.model_fields["access_log"].default is True  # one line per request, by default
+    for page in sorted(DOCS.glob("*.md")):
+        assert "writes no access log" not in " ".join(read(page).split()), page.name
 
 
 # CLI --------------------------------------------------------------------------------------------

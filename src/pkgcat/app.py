@@ -10,7 +10,7 @@ import gc
 
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
-from pkgcat.http.routes import ROUTES
+from pkgcat.http.routes import ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.services import CatalogueService, Clock, utc_now
@@ -22,12 +22,12 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     storage = open_storage(settings)
     metrics = None
     if settings.metrics:  # imported only when on: off, metrics cost nothing
-        from pkgcat.metrics import Metrics, operation_names
+        from pkgcat.metrics import Metrics
 
         token = settings.metrics_token
-        metrics = Metrics(
-            storage, operation_names(ROUTES), token.get_secret_value() if token else None
-        )
+        # Labelled by the table's names, as usage by=operation names them.
+        names = {path: operation_name(path) for path in ROUTES}
+        metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
         storage.usage,
@@ -47,7 +47,9 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         await storage.close()
         await throttle.close()
 
-    site = create_site(on_shutdown=close, ready=storage.readiness, metrics=metrics)
+    site = create_site(
+        on_shutdown=close, ready=storage.readiness, throttle=throttle, metrics=metrics
+    )
     return ApiApp(
         service,
         site,
@@ -55,6 +57,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         unavailable=database_unavailable,
         cache_bytes=settings.cache_max_bytes,
         metrics=metrics,
+        query_keys=settings.query_keys,
     )
 
 

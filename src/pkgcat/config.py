@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     )
     rate_limit: str = Field(
         default="3600/hour",
-        description="Requests allowed per application, across the three operations (`N/second|minute|hour|day`).",
+        description="Requests allowed per application, across all the operations together (`N/second|minute|hour|day`).",
     )
     rate_limit_storage: str = Field(
         default="memory://",
@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     trusted_proxies: str = Field(
         default="",
         description="Comma-separated addresses or networks of reverse proxies whose `X-Forwarded-For` names the client; empty: the peer address is the client.",
+    )
+    query_keys: bool = Field(
+        default=True,
+        description="`false` refuses a key in the query string (`?secret_key=`) with code 5, telling the client to send `Authorization: Bearer`: for deployments whose clients all do, since a proxy's error log keeps whole request lines.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Level of pkgcat's and granian's log lines."

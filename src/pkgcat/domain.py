@@ -164,6 +164,8 @@ class RateDecision(NamedTuple):
     remaining: int
     reset_after: int
     """Seconds until the window resets (at least 1 when refused)."""
+    window: int
+    """Seconds a whole window lasts: ``limit`` requests are allowed per ``window`` seconds."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,12 @@ class Unauthenticated(ApiError):
     code, status, when = 5, 401, "missing, unknown or revoked secret key, or two different keys"
 
 
+class QueryKeyRefused(Unauthenticated):
+    """Code 5 for a key in the query string where the deployment takes it only in the header.
+
+    Not a guess (the key is not looked at), so not counted against the address."""
+
+
 class UnknownVersion(ApiError):
     code, status, when = 6, 404, "unknown API version"
 
@@ -76,13 +82,13 @@ class RateLimited(ApiError):
 class TooManyFailures(RateLimited):
     """Code 13 for a client address past its allowance of failed authentications."""
 
-    def __init__(self, allowance: int, retry_after: int) -> None:
+    def __init__(self, allowance: int, retry_after: int, window: int) -> None:
         ApiError.__init__(
             self,
             f"too many failed authentications from this address; retry in {retry_after} s",
         )
         self.decision = RateDecision(
-            allowed=False, limit=allowance, remaining=0, reset_after=retry_after
+            allowed=False, limit=allowance, remaining=0, reset_after=retry_after, window=window
         )
 
 

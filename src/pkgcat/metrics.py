@@ -26,7 +26,8 @@ import hmac
 import logging
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -40,9 +41,6 @@ from prometheus_client import (
 
 from pkgcat.storage.backends import Storage
 from pkgcat.storage.cache import GenerationCache
-
-if TYPE_CHECKING:
-    from pkgcat.http.routes import Handler
 
 log = logging.getLogger("pkgcat.metrics")
 
@@ -70,12 +68,11 @@ LATENCY_BUCKETS = (
 
 _LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+?_(\d+)\.db$")
 
-
-def operation_names(routes: dict[str, Handler]) -> dict[Handler | None, str]:
-    """Each handler to its operation's label (``details`` for ``/1.0/package/details.json``)."""
-    return {
-        handler: path.rsplit("/", 1)[1].removesuffix(".json") for path, handler in routes.items()
-    }
+UNKNOWN = "unknown"
+"""The operation label of a request to a path that is no operation (codes 1 and 6)."""
+FROM_THE_START = ((200, 0), (500, 15), (503, 15))
+"""(status, code) series of every operation that exist, at 0, before any request: an alert
+on the rate of 5xx answers sees the first burst (a series born with it has no rate yet)."""
 
 
 class Metrics:
@@ -84,9 +81,8 @@ class Metrics:
     content_type = CONTENT_TYPE_LATEST
     """Of the exposition: Prometheus' text format."""
 
-    def __init__(
-        self, storage: Storage, operations: dict[Handler | None, str], token: str | None
-    ) -> None:
+    def __init__(self, storage: Storage, operations: Mapping[str, str], token: str | None) -> None:
+        """``operations``: each API path to its operation's name, the label of its requests."""
         self._directory = os.environ.get(MULTIPROCESS_DIRECTORY) or None
         self._token = token.encode() if token is not None else None
         # A registry of this object's own: two apps in one process (tests) never collide.
@@ -148,9 +144,16 @@ class Metrics:
             multiprocess_mode="livesum",
         )
         self._storage = storage
-        self._operations = operations
-        self._children: dict[tuple[Handler | None, int], Counter] = {}
-        self._timers: dict[Handler | None, Histogram] = {}
+        self._operations = dict(operations)
+        # Children resolved once per label set: a request's status and code are both in the
+        # key (code 0 comes as 200 and as 304, code 15 as 500 and as 503).
+        self._children: dict[tuple[str, int, int], Counter] = {}
+        self._timers: dict[str, Histogram] = {}
+        for name in (*self._operations.values(), UNKNOWN):
+            self._timers[name] = self.latency.labels(name)
+            if name != UNKNOWN:
+                for status, code in FROM_THE_START:
+                    self._child(name, status, code)
         self._caches: dict[str, GenerationCache[Any, Any]] = dict(storage.catalogue.caches())
         self._seen: dict[str, tuple[int, int]] = {}
         self._sampler: asyncio.Task[None] | None = None
@@ -162,26 +165,21 @@ class Metrics:
 
     # The request path ---------------------------------------------------------------------------
 
-    def request(self, handler: Handler | None, status: int, code: int, seconds: float) -> None:
-        """Count one answered API request; ``handler`` is None for an unknown path."""
-        child = self._children.get((handler, code))
+    def request(self, path: str, status: int, code: int, seconds: float) -> None:
+        """Count one answered request to an API path (an operation's, or an unknown one)."""
+        # Any other path is "unknown": what a client sends never makes a label of its own.
+        name = self._operations.get(path, UNKNOWN)
+        child = self._children.get((name, status, code))
         if child is None:
-            child = self._child(handler, status, code)
+            child = self._child(name, status, code)
         child.inc()
-        timer = self._timers.get(handler)
-        if timer is None:
-            timer = self._timers[handler] = self.latency.labels(self._operation(handler))
-        timer.observe(seconds)
+        self._timers[name].observe(seconds)
         if code == 13:
             self.rejections.inc()
 
-    def _operation(self, handler: Handler | None) -> str:
-        return self._operations.get(handler, "unknown")
-
-    def _child(self, handler: Handler | None, status: int, code: int) -> Counter:
-        # A code always comes with the same status: (handler, code) is the whole key.
-        child = self.requests.labels(self._operation(handler), str(status), str(code))
-        self._children[handler, code] = child
+    def _child(self, name: str, status: int, code: int) -> Counter:
+        child = self.requests.labels(name, str(status), str(code))
+        self._children[name, status, code] = child
         return child
 
     # The sampler --------------------------------------------------------------------------------

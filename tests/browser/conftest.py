@@ -33,7 +33,20 @@ FLAGS = [
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 DESKTOP = ViewportSize(width=1280, height=800)
+WIDE = ViewportSize(width=1920, height=1080)
 PHONE = ViewportSize(width=390, height=844)
+SIZES = (("desktop", DESKTOP), ("wide", WIDE), ("phone", PHONE))
+TABLES_FIT_OR_SAY_SO = """() => [...document.querySelectorAll(".scroll")]
+    .filter((box) => box.checkVisibility())
+    .every((box) => {
+        const table = box.querySelector("table");
+        if (table.offsetWidth <= box.clientWidth) return true;
+        const hint = box.previousElementSibling;
+        return getComputedStyle(box).overflowX === "auto"
+            && hint !== null && hint.classList.contains("scroll-hint")
+            && hint.offsetParent !== null && hint.textContent.includes("scroll");
+    })"""
+"""Every table on show fits its box, or its box scrolls sideways and a line above says so."""
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +80,18 @@ class Watched:
     requested: list[str] = field(default_factory=list)
 
     def snap(self, name: str) -> None:
-        """Screenshots of the page as it is, at desktop and at phone width, into build/."""
+        """Screenshots of the page as it is, at desktop, wide and phone widths, into build/.
+
+        At each, the page is usable: nothing but a table's own box scrolls sideways, and a
+        table that does not fit says so (it scrolls in its box)."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        for width, size in (("desktop", DESKTOP), ("phone", PHONE)):
+        for width, size in SIZES:
             self.page.set_viewport_size(size)
-            # Usable at that width: once the charts have followed, nothing scrolls sideways.
+            # Once the charts have followed, the page itself does not scroll sideways.
             self.page.wait_for_function(
                 "() => document.documentElement.scrollWidth <= window.innerWidth"
             )
+            self.page.wait_for_function(TABLES_FIT_OR_SAY_SO)
             self.page.screenshot(path=SCREENSHOTS / f"{name}-{width}.png", full_page=True)
         self.page.set_viewport_size(DESKTOP)
 

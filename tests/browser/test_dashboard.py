@@ -18,6 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from pkgcat.storage.admin import CatalogueAdmin
 from tests.browser.conftest import Watched
 from tests.servers import Served, environment, seed, serving, stop
 
@@ -103,9 +104,10 @@ def test_usage_over_each_range_then_sign_out(served: Served, watched: Watched) -
         f"{served.base}/1.0/application/usage.json",
         headers={"Authorization": f"Bearer {key}"},
     ).headers["ratelimit-limit"]
-    expect(page.locator("#rate-limit")).to_contain_text(f"{limit} requests")
+    expect(page.locator("#rate-limit")).to_have_text(f"{limit} requests per hour")  # 3600/hour
     expect(page.locator("#rate-remaining")).to_contain_text("window resets in")
     assert int(page.locator("#usage-today").inner_text()) >= 1
+    page.get_by_text("Requests per day as a table").click()  # the table under the chart
     watched.snap("usage")
 
     # The range is a radio group: the arrow keys move through it.
@@ -126,6 +128,43 @@ def test_usage_over_each_range_then_sign_out(served: Served, watched: Watched) -
     page.reload()
     expect(page.get_by_label("Secret key")).to_be_visible()
     expect(page.get_by_role("navigation", name="Views")).to_be_hidden()
+
+
+SERIES_COLOURS = (
+    "(id) => Object.fromEntries(Chart.getChart(document.getElementById(id)).data.datasets"
+    ".map(d => [d.label, d.backgroundColor]))"
+)
+UNSPLIT = "not split by operation"
+
+
+def test_each_usage_series_keeps_its_colour_from_one_load_to_the_next(
+    served: Served, watched: Watched
+) -> None:
+    page = watched.page
+    # An application with loaded history (no split) and nothing else: two series, where the
+    # demo's own application has seven.
+    admin = CatalogueAdmin(served.env["PKGCAT_DATABASE_URL"])
+    try:
+        fresh = admin.create_application(served.apps[0]["source"], "colours")
+        last = today(served.base, fresh.secret_key)
+        admin.load(usage=[(fresh.application.id, last - timedelta(days=40), 120)])
+    finally:
+        admin.close()
+    colours: list[dict[str, str]] = []
+    for key in (fresh.secret_key, served.apps[0]["secret_key"]):
+        sign_in(page, served.base, key)
+        expect(page.locator("#usage-table tbody tr")).to_have_count(30)
+        colours.append(page.evaluate(SERIES_COLOURS, "usage-chart"))
+        page.get_by_label("90 days").check()
+        expect(page.locator("#usage-table tbody tr")).to_have_count(90)
+        colours.append(page.evaluate(SERIES_COLOURS, "usage-chart"))
+        page.get_by_role("button", name="Sign out").click()
+    assert set(colours[1]) == {"application/usage", UNSPLIT}
+    assert len(colours[3]) == 7  # the six operations, and the demo's unsplit older days
+    for name in ("application/usage", UNSPLIT):
+        assert len({loaded[name] for loaded in colours if name in loaded}) == 1, (name, colours)
+    every = colours[3]
+    assert len(set(every.values())) == len(every), every  # no two series alike
 
 
 def test_a_shape_b_application_s_usage(served: Served, watched: Watched) -> None:
@@ -214,6 +253,13 @@ def test_a_year_of_sales_with_refunds_and_its_csv(served: Served, watched: Watch
     refunds = [sale for sale in sales if sale["status"] in REFUNDS]
     assert refunds, "the demo's year holds refunds"
     expect(ledger.locator("tbody tr.refund")).to_have_count(len(refunds))
+    # A refund's net was not earned: struck out, and said so (the API's net is positive).
+    nets = dict(zip(column(ledger, 1), column(ledger, 7), strict=True))
+    for sale in refunds:
+        said = "charged back" if sale["status"] == "Chargeback" else "refunded"
+        assert nets[sale["txn_id"]] == f"{sale['net']} {said}", sale
+    struck = ledger.locator("tbody tr.refund > :nth-child(8) del")
+    expect(struck).to_have_count(len(refunds))
     shown = page.locator("#sales-totals")
     assert column(shown, 0) == [total["currency"] for total in totals]
     assert column(shown, 2) == [total["gross"] for total in totals]
@@ -246,7 +292,9 @@ def test_a_refused_key_is_forgotten(served: Served, watched: Watched) -> None:
     sign_in(page, served.base, "pkc_" + "x" * 40)
     notice = page.locator("#notice")
     expect(notice).to_have_attribute("data-kind", "key")
-    expect(notice).to_contain_text("This key was refused")
+    expect(notice).to_have_text(
+        "This key was refused: unknown or revoked secret key. Check the key and sign in again."
+    )
     expect(page.get_by_label("Secret key")).to_be_visible()
     assert page.evaluate(STORED_KEY) is None
     watched.snap("invalid-key")

@@ -8,7 +8,7 @@ import pytest
 
 from pkgcat import keys
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
-from tests.conftest import Api
+from tests.conftest import Api, AppFactory, stored_count
 
 USAGE = "/1.0/application/usage.json"
 
@@ -36,6 +36,31 @@ def test_an_empty_query_key_beside_a_bearer_token_is_absent(api: Api) -> None:
         USAGE, params={"secret_key": ""}, headers={"Authorization": f"Bearer {api.keys['alpha-a']}"}
     )
     assert response.status_code == 200
+
+
+def test_query_keys_off_refuse_a_key_in_the_query_and_say_where_it_goes(
+    make_api: AppFactory, database_url: str
+) -> None:
+    api = make_api(query_keys=False, auth_failure_limit="3/minute")
+    key = api.keys["alpha-a"]
+    before = stored_count(database_url, 1)
+    for _ in range(5):  # no guess (the key is not looked at): the address is never refused
+        refused = api.get(USAGE, key)
+        assert refused.status_code == 401
+        body = refused.json()
+        assert body["code"] == 5
+        assert body["response"].startswith("secret_key: ")
+        assert "Authorization: Bearer <secret key>" in body["response"]
+        assert "ratelimit-limit" not in refused.headers
+    # ...even beside the right Bearer header: the query is what the logs keep.
+    both = api.http.get(
+        USAGE, params={"secret_key": key}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert both.status_code == 401
+    assert stored_count(database_url, 1) == before
+    bearer = {"Authorization": f"Bearer {key}"}
+    assert api.http.get(USAGE, headers=bearer).status_code == 200
+    assert api.http.get(USAGE, params={"secret_key": ""}, headers=bearer).status_code == 200
 
 
 def test_two_different_keys_are_refused_and_not_counted(api: Api) -> None:

@@ -69,6 +69,24 @@ def test_demo_json_seeds_the_promised_catalogue(run: Any) -> None:
             assert sum(1 for e in usage[:-1] if e["usage"]) >= 40
 
 
+def test_the_demo_s_recent_usage_is_split_by_operation_and_its_older_is_not(run: Any) -> None:
+    """`--by operation` shows a split on the demo (docs/cli.md's example), and the dashboard's
+    "not split by operation" has older days to show."""
+    result = run("demo", "--json")
+    key = json.loads(result.stdout)["applications"][0]["secret_key"]
+    with api_for(run.url) as http:
+        days = http.get(
+            "/1.0/application/usage.json",
+            params={"days": 60, "by": "operation"},
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()["response"][:-1]  # today: this request alone
+    recent, older = days[-30:], days[:-30]
+    assert all(sum(e["operations"].values()) == e["usage"] for e in recent)
+    assert sum(len(e["operations"]) >= 4 for e in recent) >= 20
+    assert sum(e["usage"] for e in older) > 0
+    assert all(e["operations"] == {} for e in older)
+
+
 def test_demo_refuses_a_catalogue_unless_forced_and_reuse_prints_a_fresh_key(run: Any) -> None:
     first = json.loads(run("demo", "--json").stdout)["applications"][0]["secret_key"]
     refused = run("demo")

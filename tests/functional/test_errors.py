@@ -7,11 +7,15 @@ import re
 
 import pytest
 from sqlalchemy import update
+from starlette.testclient import TestClient
 
+from pkgcat.app import create_app
+from pkgcat.config import Settings
 from pkgcat.errors import ERROR_TABLE
 from pkgcat.storage import schema
 from pkgcat.storage.admin import CatalogueAdmin
-from tests.conftest import Api
+from tests.conftest import Api, Clock, checked
+from tests.proxy import proxied
 
 USAGE = "/1.0/application/usage.json"
 
@@ -166,3 +170,39 @@ def test_405_outside_the_api_names_the_allowed_methods(api: Api) -> None:
     assert response.status_code == 405
     assert "GET" in response.headers["allow"]
     assert response.json()["code"] == 7
+
+
+RATE_HEADERS = {"ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"}
+
+
+def test_code_15_from_the_operation_carries_the_rate_limit_headers(
+    admin: CatalogueAdmin, api: Api
+) -> None:
+    """Decision 7: the request was counted before its operation failed."""
+    with admin.engine.begin() as db:
+        db.execute(update(schema.packages).where(schema.packages.c.id == 1).values(screenshots="{"))
+    response = api.get("/1.0/package/details.json", api.keys["alpha-a"], package="com.alpha.paid")
+    assert response.status_code == 500
+    assert set(response.headers) >= RATE_HEADERS
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_code_15_before_the_count_carries_no_rate_limit_headers(
+    database_url: str, clock: Clock, catalogue: dict[str, str]
+) -> None:
+    """Decision 7: a database gone during the key check or the count leaves no limit to report."""
+    with proxied(database_url) as (proxy, through):
+        app = create_app(Settings(database_url=through), clock=clock)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            client.event_hooks = {"response": [checked]}  # held to the document, as elsewhere
+            params = {"secret_key": catalogue["alpha-a"], "package": "com.alpha.paid"}
+            assert client.get("/1.0/package/details.json", params=params).status_code == 200
+            proxy.cut()
+            for key in (catalogue["alpha-a"], catalogue["alpha-b"]):  # cached key; key not read
+                response = client.get(
+                    "/1.0/package/details.json", params={**params, "secret_key": key}
+                )
+                assert response.status_code == 503
+                assert response.json()["code"] == 15
+                assert not RATE_HEADERS & set(response.headers)
+            proxy.restore()

@@ -110,6 +110,7 @@ def assert_throttled(response: httpx.Response) -> None:
     assert 1 <= int(response.headers["retry-after"]) <= 60
     assert response.headers["ratelimit-limit"] == str(ALLOWANCE)
     assert response.headers["ratelimit-remaining"] == "0"
+    assert response.headers["ratelimit-policy"] == f"{ALLOWANCE};w=60"  # the allowance's window
 
 
 def test_wrong_keys_past_the_allowance_are_refused_with_429(

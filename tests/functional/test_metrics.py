@@ -19,6 +19,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pkgcat.http.openapi import served
 from tests.conftest import AppFactory
 from tests.servers import (
     DETAILS,
@@ -102,12 +103,58 @@ def test_a_token_guards_the_metrics(make_api: AppFactory) -> None:
     allowed = api.http.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     assert allowed.status_code == 200
     counted = samples(allowed.text)
-    assert value(counted, "pkgcat_requests_total", operation="details", status="200", code="0") == 1
+    assert (
+        value(counted, "pkgcat_requests_total", operation="package/details", status="200", code="0")
+        == 1
+    )
 
 
 def test_without_a_token_the_metrics_are_open(make_api: AppFactory) -> None:
     api = make_api(metrics=True)
     assert api.http.get("/metrics").status_code == 200
+
+
+def test_every_answer_is_counted_under_its_own_status(make_api: AppFactory) -> None:
+    """Code 0 comes as 200 and as 304: each status keeps its own count, in either order."""
+    api = make_api(metrics=True)
+    key = api.keys["alpha-a"]
+    tag = api.get(DETAILS, key, package="com.alpha.paid").headers["etag"]
+    unchanged = api.http.get(
+        DETAILS,
+        params={"package": "com.alpha.paid", "secret_key": key},
+        headers={"If-None-Match": tag},
+    )
+    assert unchanged.status_code == 304
+    for _ in range(5):
+        assert api.get(DETAILS, key, package="com.alpha.paid").status_code == 200
+    counted = samples(api.http.get("/metrics").text)
+    requests = "pkgcat_requests_total"
+    details = "package/details"
+    assert value(counted, requests, operation=details, status="200", code="0") == 6
+    assert value(counted, requests, operation=details, status="304", code="0") == 1
+
+
+def test_the_server_error_series_exist_before_the_first_error(make_api: AppFactory) -> None:
+    """An alert on the rate of 5xx answers needs their series at 0 before the first one."""
+    api = make_api(metrics=True)
+    counted = samples(api.http.get("/metrics").text)
+    operations = {operation.name for operation in served()}
+    labelled = {
+        dict(labels)["operation"] for name, labels in counted if name == "pkgcat_requests_total"
+    }
+    assert labelled == operations  # the table's names, as usage by=operation gives them
+    for operation in operations:
+        for status in ("500", "503"):
+            series = (
+                "pkgcat_requests_total",
+                frozenset({"operation": operation, "status": status, "code": "15"}.items()),
+            )
+            assert counted.get(series) == 0, (operation, status)
+        latency = (
+            "pkgcat_request_duration_seconds_count",
+            frozenset({"operation": operation}.items()),
+        )
+        assert counted.get(latency) == 0, operation
 
 
 # What a real server counts -----------------------------------------------------------------------
@@ -132,8 +179,7 @@ def settle(served: Served) -> None:
 
     def known() -> bool | None:
         ready = httpx.get(f"{served.base}/readyz", timeout=10).json()
-        seen = ready["seen_generation"]
-        return True if 0 <= ready["catalogue_generation"] <= seen else None
+        return True if ready["caches"] == "current" else None
 
     poll(known, "the worker's caches on")
 
@@ -160,14 +206,14 @@ def test_the_counts_match_what_was_served(
         counted = scrape(served.base)
 
     requests = "pkgcat_requests_total"
-    assert value(counted, requests, operation="details", status="200", code="0") == 3
-    assert value(counted, requests, operation="details", status="401", code="5") == 1
-    assert value(counted, requests, operation="details", status="429", code="13") == 1
-    assert value(counted, requests, operation="usage", status="200", code="0") == 1
+    assert value(counted, requests, operation="package/details", status="200", code="0") == 3
+    assert value(counted, requests, operation="package/details", status="401", code="5") == 1
+    assert value(counted, requests, operation="package/details", status="429", code="13") == 1
+    assert value(counted, requests, operation="application/usage", status="200", code="0") == 1
     assert value(counted, "pkgcat_rate_limit_rejections_total") == 1
     latency = "pkgcat_request_duration_seconds_count"
-    assert value(counted, latency, operation="details") == 5
-    assert value(counted, latency, operation="usage") == 1
+    assert value(counted, latency, operation="package/details") == 5
+    assert value(counted, latency, operation="application/usage") == 1
     # Rendered once each (details, usage), then details served from the response cache twice.
     assert value(counted, "pkgcat_cache_misses_total", cache="responses") == 2
     assert value(counted, "pkgcat_cache_hits_total", cache="responses") == 2
@@ -207,11 +253,18 @@ def test_two_workers_add_up_and_their_files_go_with_the_server(
         for _ in range(6):
             counted = scrape(served.base)
             assert (
-                value(counted, "pkgcat_requests_total", operation="details", status="200", code="0")
+                value(
+                    counted,
+                    "pkgcat_requests_total",
+                    operation="package/details",
+                    status="200",
+                    code="0",
+                )
                 == 64
             )
             assert (
-                value(counted, "pkgcat_request_duration_seconds_count", operation="details") == 64
+                value(counted, "pkgcat_request_duration_seconds_count", operation="package/details")
+                == 64
             )
             assert value(counted, "pkgcat_usage_flush_seconds_count") == 64
         if database_url.startswith("postgresql"):
@@ -275,6 +328,8 @@ def test_a_killed_workers_counts_stay_and_its_gauges_go(
             counted = scrape(served.base)
             assert value(counted, pools) == 4
             requests = "pkgcat_requests_total"
-            assert value(counted, requests, operation="details", status="200", code="0") == 64
+            assert (
+                value(counted, requests, operation="package/details", status="200", code="0") == 64
+            )
     finally:
         kill_marked(postgres_url)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from pkgcat.http.openapi import openapi_document
+from pkgcat.http.openapi import openapi_document, served
 from pkgcat.http.routes import ROUTES
 from tests.conftest import Api
 from tests.test_docs import DOCS, read, sections
@@ -50,7 +50,7 @@ def declared_errors(path: str) -> set[int]:
     """The codes the document declares for an operation (each error response's ``const``)."""
     codes: set[int] = set()
     for status, response in openapi_document()["paths"][path]["get"]["responses"].items():
-        if status != "200":
+        if status not in ("200", "304"):
             for part in response["content"]["application/json"]["schema"]["allOf"]:
                 code = part.get("properties", {}).get("code", {}).get("const")
                 if code is not None:
@@ -63,6 +63,45 @@ def test_every_operation_declares_the_errors_its_reference_page_lists() -> None:
     assert set(documented) == set(ROUTES), "an operation of docs/api.md has no Errors: list"
     for path, codes in documented.items():
         assert declared_errors(path) == codes, path
+
+
+def test_the_operations_with_an_etag_declare_their_304_and_if_none_match() -> None:
+    """A generated client must know the 304 an ETag brings: openapi-fetch read it as an error."""
+    for operation in served():
+        get = openapi_document()["paths"][operation.path]["get"]
+        headers = {p["name"] for p in get["parameters"] if p["in"] == "header"}
+        if operation.etag:
+            not_modified = get["responses"]["304"]
+            assert "content" not in not_modified, operation.name
+            assert {"ETag", "RateLimit-Remaining", "X-Request-Id"} <= set(not_modified["headers"])
+            assert headers == {"If-None-Match"}, operation.name
+        else:
+            assert "304" not in get["responses"], operation.name
+            assert headers == set(), operation.name
+
+
+def test_the_codes_that_always_carry_the_rate_limit_headers_are_those_of_decision_7() -> None:
+    """docs/api.md promised them on code 15, which comes before the count too (without them)."""
+    promised = re.search(
+        r"That includes the errors answered then:\s+codes ([\d, and]+?), and code 15 when",
+        read(DOCS / "api.md"),
+    )
+    assert promised is not None, "decision 7 lists no codes"
+    listed = {int(code) for code in re.findall(r"\d+", promised.group(1))}
+    declared: dict[int, set[bool]] = {}
+    for path in ROUTES:
+        for status, response in openapi_document()["paths"][path]["get"]["responses"].items():
+            if status in ("200", "304"):
+                continue
+            code = next(
+                part["properties"]["code"]["const"]
+                for part in response["content"]["application/json"]["schema"]["allOf"]
+                if "properties" in part
+            )
+            limit = response["headers"].get("RateLimit-Limit", {})
+            declared.setdefault(code, set()).add(bool(limit.get("required")))
+    assert {code for code, required in declared.items() if required == {True}} == listed
+    assert declared[15] == {False}  # 500 and 503: optional
 
 
 def test_both_shapes_are_described() -> None:
@@ -128,7 +167,8 @@ def test_the_server_applies_the_bounds_and_defaults_the_document_states(
 def test_the_docs_page_works_offline(api: Api) -> None:
     page = api.http.get("/docs")
     assert page.status_code == 200
-    assert "/openapi.json" in page.text
+    assert '<script src="/docs/start.js">' in page.text
+    assert "/openapi.json" in api.http.get("/docs/start.js").text
     for asset in ("/docs/static/swagger-ui-bundle.js", "/docs/static/swagger-ui.css"):
         response = api.http.get(asset)
         assert response.status_code == 200, asset

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.backends import unavailable
-from tests.servers import PKGCAT, demo_server, environment, serving
+from tests.servers import PKGCAT, demo_server, environment, free_port, pasted, serving
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -150,30 +150,35 @@ def test_a_client_only_install_reads_a_running_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.server
-def test_the_client_command_the_demo_prints_works(tmp_path: Path) -> None:
-    env = environment(f"sqlite:///{tmp_path / 'demo.db'}")
-    printed = subprocess.run(
-        [PKGCAT, "demo"], env=env, capture_output=True, text=True, timeout=120, check=True
-    ).stdout.splitlines()
+def test_every_command_the_demo_prints_works_when_pasted(tmp_path: Path) -> None:
+    """What `make run` prints, pasted into a shell of the same folder whose PATH does not
+    hold the project's .venv/bin (make does not put it there): each command works."""
+    curl = shutil.which("curl")
+    if curl is None:
+        unavailable("curl is missing: the demo prints curl commands (apt-get install curl)")
+    port = free_port()
+    env = environment(f"sqlite:///{tmp_path / 'demo.db'}", port=str(port))
+    bin_dir = Path(PKGCAT).parent
+    env["PATH"] = os.pathsep.join(
+        part for part in env.get("PATH", os.defpath).split(os.pathsep) if Path(part) != bin_dir
+    )
+    env["PATH"] = os.pathsep.join([str(Path(curl).parent), env["PATH"]])
+    assert shutil.which("pkgcat", path=env["PATH"]) is None, "pkgcat must not be on the PATH"
+    folder = bin_dir.parent.parent  # `make run` runs .venv/bin/pkgcat from the project's folder
+    demo = pasted(f"{os.path.relpath(PKGCAT, folder)} demo", env, folder)
+    assert demo.returncode == 0, demo.stderr
+    printed = demo.stdout.splitlines()
+    at = printed.index("try:")
+    curls = [line.strip() for line in printed[at + 1 : at + 4]]
+    assert all(line.startswith("curl ") for line in curls), curls
     at = printed.index("or, with pkgcat's own client (it reads the key from the environment):")
     export, command = (line.strip() for line in printed[at + 1 : at + 3])
-    variable, _, key = export.removeprefix("export ").partition("=")
-    args = shlex.split(command)
-    assert (variable, args[:3], args[4]) == (
-        "PKGCAT_SECRET_KEY",
-        ["pkgcat", "client", "package"],
-        "--base-url",
-    )
-    assert args[5] == "http://127.0.0.1:8000"  # where `make run` serves
-    with serving(env, tmp_path / "server.log") as served:
-        args[5] = served.base  # this test's server listens on a free port instead
-        done = subprocess.run(
-            [PKGCAT, *args[1:]],
-            env={**env, variable: key},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
-    assert args[3] in done.stdout
+    assert export.startswith("export PKGCAT_SECRET_KEY=pkc_")
+    with serving(env, tmp_path / "server.log", port=port):
+        for line in curls:
+            done = pasted(line, env, folder)
+            assert done.returncode == 0, (line, done.stderr)
+            assert json.loads(done.stdout)["code"] == 0, (line, done.stdout)
+        done = pasted(f"{export}\n{command}", env, folder)
+    assert done.returncode == 0, (command, done.stderr)
+    assert "com.havoclabs.velvet" in done.stdout

@@ -19,9 +19,11 @@ def test_every_authenticated_response_carries_the_headers(make_api: AppFactory) 
     assert ok.headers["ratelimit-limit"] == "5"
     assert ok.headers["ratelimit-remaining"] == "4"
     assert 1 <= int(ok.headers["ratelimit-reset"]) <= 60
+    assert ok.headers["ratelimit-policy"] == "5;w=60"  # 5 requests per window of 60 s
     failed = api.get(DETAILS, api.keys["alpha-a"], package="missing")
     assert failed.status_code == 404
     assert failed.headers["ratelimit-remaining"] == "3"
+    assert failed.headers["ratelimit-policy"] == "5;w=60"
 
 
 def test_the_limit_is_shared_by_the_three_operations_and_refusals_are_not_counted(
@@ -55,6 +57,7 @@ def test_default_limit_is_3600_per_hour(make_api: AppFactory) -> None:
     response = api.get(USAGE, api.keys["alpha-a"])
     assert response.headers["ratelimit-limit"] == "3600"
     assert int(response.headers["ratelimit-reset"]) <= 3600
+    assert response.headers["ratelimit-policy"] == "3600;w=3600"
 
 
 def test_unauthenticated_requests_do_not_spend_the_limit(make_api: AppFactory) -> None:

@@ -175,3 +175,63 @@ def test_odd_requests_that_reach_the_app_get_the_envelope_and_its_headers(
     assert re.fullmatch(r"[0-9a-f]{8}-\d+", headers["x-request-id"])
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["cache-control"] == "no-store"
+
+
+REFUSED_BY_THE_APP = {
+    "no Host in HTTP/1.1": (b"GET /healthz HTTP/1.1\r\n", 400, 2),
+    "two Host headers": (b"GET /healthz HTTP/1.1\r\n" + HOST + b"Host: elsewhere\r\n", 400, 2),
+    "two Host headers on the API": (
+        b"GET /1.0/package/details.json HTTP/1.1\r\n" + HOST + b"Host: elsewhere\r\n",
+        400,
+        2,
+    ),
+    "a Host that names no host": (b"GET /healthz HTTP/1.1\r\nHost: a b\r\n", 400, 2),
+    "an empty Host in HTTP/1.1": (b"GET /healthz HTTP/1.1\r\nHost:\r\n", 400, 2),
+    "CONNECT to a host and port": (
+        b"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n",
+        405,
+        7,
+    ),
+    "a target that is no path": (b"OPTIONS * HTTP/1.1\r\n" + HOST, 400, 2),
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "code"), REFUSED_BY_THE_APP.values(), ids=list(REFUSED_BY_THE_APP)
+)
+def test_a_request_without_one_host_or_a_path_is_refused(
+    served: Served, raw: bytes, status: int, code: int
+) -> None:
+    """RFC 9112, section 3.2: no Host (in HTTP/1.1), two, or one that is no host is a 400."""
+    status_line, headers, body = head_and_body(exchange(served, raw + b"Connection: close\r\n\r\n"))
+    assert status_line.startswith(f"HTTP/1.1 {status} ")
+    assert orjson.loads(body)["code"] == code
+    assert "location" not in headers
+    assert re.fullmatch(r"[0-9a-f]{8}-\d+", headers["x-request-id"])
+    if status == 405:
+        assert headers["allow"] == "GET, HEAD"
+
+
+def test_http_1_0_may_leave_the_host_out(served: Served) -> None:
+    status_line, _, body = head_and_body(exchange(served, b"GET /healthz HTTP/1.0\r\n\r\n"))
+    assert status_line == "HTTP/1.0 200 OK"
+    assert orjson.loads(body) == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [
+        ("/docs/", None),
+        ("/metrics/", None),
+        ("/dashboard/assets", None),
+        ("/", "/docs"),
+        ("/dashboard/", "/dashboard"),
+    ],
+)
+def test_no_redirect_goes_to_the_host_a_client_names(
+    served: Served, path: str, location: str | None
+) -> None:
+    raw = f"GET {path} HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"
+    status_line, headers, _ = head_and_body(exchange(served, raw.encode()))
+    assert headers.get("location") == location, status_line
+    assert status_line.startswith("HTTP/1.1 307 " if location else "HTTP/1.1 404 ")

@@ -29,15 +29,15 @@ def test_a_window_admits_the_limit_then_refuses_until_it_ends() -> None:
     clock = Clock()
     limiter = WindowLimiter("3/minute", clock=clock)
     assert hits(limiter, 1, 4) == [
-        RateDecision(True, 3, 2, 60),
-        RateDecision(True, 3, 1, 60),
-        RateDecision(True, 3, 0, 60),
-        RateDecision(False, 3, 0, 60),
+        RateDecision(True, 3, 2, 60, 60),
+        RateDecision(True, 3, 1, 60, 60),
+        RateDecision(True, 3, 0, 60, 60),
+        RateDecision(False, 3, 0, 60, 60),
     ]
     clock.now += 59.5
-    assert hits(limiter, 1, 1) == [RateDecision(False, 3, 0, 1)]
+    assert hits(limiter, 1, 1) == [RateDecision(False, 3, 0, 1, 60)]
     clock.now += 0.5  # the window opened by the first hit has ended: a new one opens
-    assert hits(limiter, 1, 1) == [RateDecision(True, 3, 2, 60)]
+    assert hits(limiter, 1, 1) == [RateDecision(True, 3, 2, 60, 60)]
 
 
 def test_each_application_has_its_own_window() -> None:
@@ -45,8 +45,8 @@ def test_each_application_has_its_own_window() -> None:
     limiter = WindowLimiter("2/hour", clock=clock)
     hits(limiter, 1, 2)
     clock.now += 1800
-    assert hits(limiter, 2, 1) == [RateDecision(True, 2, 1, 3600)]
-    assert hits(limiter, 1, 1) == [RateDecision(False, 2, 0, 1800)]
+    assert hits(limiter, 2, 1) == [RateDecision(True, 2, 1, 3600, 3600)]
+    assert hits(limiter, 1, 1) == [RateDecision(False, 2, 0, 1800, 3600)]
 
 
 def test_ended_windows_are_dropped_and_open_again_on_the_next_hit() -> None:
@@ -60,7 +60,7 @@ def test_ended_windows_are_dropped_and_open_again_on_the_next_hit() -> None:
     clock.now += 0.5
     assert not hits(limiter, PRUNE_EVERY + 9, 1)[0].allowed  # still in its window
     clock.now += 1
-    assert hits(limiter, 0, 2) == [RateDecision(True, 1, 0, 1), RateDecision(False, 1, 0, 1)]
+    assert hits(limiter, 0, 2) == [RateDecision(True, 1, 0, 1, 1), RateDecision(False, 1, 0, 1, 1)]
 
 
 def test_the_reset_never_exceeds_the_window_whatever_the_clock_reads() -> None:

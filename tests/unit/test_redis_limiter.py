@@ -1,7 +1,8 @@
 """The Redis rate limiter against real Redis servers: decisions, exactness, batching, outages.
 
-Opt in by naming a Redis in ``PKGCAT_TEST_REDIS_URL`` (``redis://127.0.0.1:6379/0``);
-without it the tests that need one skip, except in CI (``CI`` set), where they fail.
+The Redis is ``PKGCAT_TEST_REDIS_URL``'s, or the one at the default local address
+(``redis://127.0.0.1:6379/0``); without either the tests that need one skip, except in CI
+(``CI`` set), where they fail.
 Tests that must read server-wide counters, or stop and restart the server, start
 a ``redis-server`` of their own on a free port: a shared server's counters move
 with other clients' traffic, and stopping it would disturb them.
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 import socket
 import subprocess
@@ -26,22 +26,16 @@ import redis
 
 from pkgcat.domain import RateDecision
 from pkgcat.storage.redis.limiter import RedisLimiter
-from tests.backends import unavailable
+from tests.backends import REDIS_VARIABLE, service_url, unavailable
 
 LOGGER = "pkgcat.storage.redis"
 WAIT = 10.0
 """Upper bound, in seconds, of any single wait in these tests (they take far less)."""
-# Read at import: the suite's autouse fixture removes every PKGCAT_* variable before
-# each test runs, so that the app under test never sees a developer's settings.
-REDIS_URL = os.environ.get("PKGCAT_TEST_REDIS_URL")
 
 
 @pytest.fixture
 def redis_url() -> str:
-    url = REDIS_URL
-    if not url:
-        unavailable("PKGCAT_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0)")
-    assert url is not None
+    url = service_url(REDIS_VARIABLE, "Redis")
     client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
     try:
         client.ping()
@@ -181,7 +175,7 @@ def test_decisions_follow_the_fixed_window(redis_url: str, namespace: str) -> No
             assert all(d.limit == 3 for d in decisions)
             assert all(1 <= d.reset_after <= 60 for d in decisions)
             # Another application has a window of its own...
-            assert await hit(limiter, 2) == RateDecision(True, 3, 2, 60)
+            assert await hit(limiter, 2) == RateDecision(True, 3, 2, 60, 60)
             assert not (await hit(limiter, 1)).allowed
             # ...and so has another catalogue sharing the Redis.
             other = RedisLimiter(redis_url, "3/minute", namespace + "-other")
@@ -213,7 +207,7 @@ def test_a_counter_without_expiry_gets_one(redis_url: str, namespace: str) -> No
             await limiter.close()
 
     decision = asyncio.run(main())
-    assert decision == RateDecision(allowed=False, limit=5, remaining=0, reset_after=60)
+    assert decision == RateDecision(allowed=False, limit=5, remaining=0, reset_after=60, window=60)
     with redis.Redis.from_url(redis_url) as client:
         assert 0 < client.pttl(key) <= 60_000
 
@@ -368,7 +362,10 @@ def test_no_redis_fails_open_with_one_warning(
             await limiter.close()
 
     decisions = asyncio.run(main())
-    assert decisions == [RateDecision(allowed=True, limit=3, remaining=3, reset_after=60)] * 10
+    assert (
+        decisions
+        == [RateDecision(allowed=True, limit=3, remaining=3, reset_after=60, window=60)] * 10
+    )
     [warning] = warnings_of(caplog)
     assert "rate limits are not enforced" in warning.getMessage()
     assert "not-to-be-logged" not in caplog.text
@@ -422,7 +419,7 @@ def test_limits_are_enforced_again_when_redis_comes_back(
     private_redis: PrivateRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    fail_open = RateDecision(allowed=True, limit=2, remaining=2, reset_after=60)
+    fail_open = RateDecision(allowed=True, limit=2, remaining=2, reset_after=60, window=60)
 
     async def main() -> None:
         limiter = RedisLimiter(

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -84,6 +89,7 @@ def demo(
             packages=plan.packages,
             purchases=plan.purchases,
             usage=plan.usage,
+            operations=plan.operations,
             devices=plan.devices,
             replace=force,
         )
@@ -102,6 +108,20 @@ def demo(
             soft_wrap=True,
         )
     _print_try(settings, apps[0]["secret_key"], plan.apps[0])
+
+
+def this_command() -> str:
+    """How to run this very ``pkgcat`` from a shell, in the folder it was run from.
+
+    ``pkgcat`` when the shell finds this one on its PATH; else the path it was started by
+    (``make run`` starts ``.venv/bin/pkgcat``, which is on no PATH); else through Python."""
+    started = Path(sys.argv[0])
+    if started.name == "pkgcat" and os.access(started, os.X_OK):
+        found = shutil.which("pkgcat")
+        if found is not None and os.path.samefile(found, started):
+            return "pkgcat"
+        return shlex.quote(str(started) if started.parent != Path() else f"./{started}")
+    return f"{shlex.quote(sys.executable)} -m pkgcat"
 
 
 def _print_try(settings: Settings, key: str, app: catalogue.DemoApp) -> None:
@@ -123,6 +143,6 @@ def _print_try(settings: Settings, key: str, app: catalogue.DemoApp) -> None:
     stdout.print("or, with pkgcat's own client (it reads the key from the environment):")
     for line in (
         f"export PKGCAT_SECRET_KEY={key}",
-        f"pkgcat client package {app.paid_package} --base-url {base_url}",
+        f"{this_command()} client package {app.paid_package} --base-url {base_url}",
     ):
         stdout.print("  " + line, highlight=False, soft_wrap=True)

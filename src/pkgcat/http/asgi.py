@@ -28,6 +28,7 @@ from pkgcat.errors import (
     InternalError,
     InvalidArgument,
     MethodNotAllowed,
+    QueryKeyRefused,
     RateLimited,
     TooManyFailures,
     Unauthenticated,
@@ -114,11 +115,50 @@ def _refused(error: RateLimited) -> tuple[int, bytes, Headers]:
     return status, body, _rate_headers(error.decision) + headers
 
 
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(:[0-9]*)?")
+"""A ``Host`` value: ``uri-host [ ":" port ]`` (RFC 9110, section 7.2), its host not empty."""
+
+
+def _malformed(scope: Scope, hosts: int, host: bytes | None) -> ApiError | None:
+    """Why a request's target or ``Host`` is not one to answer, if it is not (RFC 9112).
+
+    Nothing the server sends is built from ``Host`` (every redirect is relative), but a
+    request an origin server must refuse is refused: without ``Host`` in HTTP/1.1 (an
+    HTTP/1.0 request may leave it out: granian gives it as empty), with two, or with a
+    value that is no host; and a target that is no path, such as ``CONNECT``'s
+    ``host:port``.
+    """
+    if scope["method"] == "CONNECT":
+        return MethodNotAllowed("method CONNECT not allowed: this server is no proxy")
+    if scope["path"][:1] != "/":
+        return InvalidArgument("request target", "must be a path that starts with /")
+    if hosts == 1 and host == b"" and scope["http_version"] in ("1", "1.0"):
+        return None
+    if hosts != 1 or not _HOST.fullmatch(host or b""):
+        return InvalidArgument(
+            "Host", "send exactly one Host header naming this server (RFC 9112, section 3.2)"
+        )
+    return None
+
+
+async def _refuse(send: Send, request_id: str, error: ApiError) -> None:
+    """Answer ``error`` in the envelope, before any routing."""
+    status, body, headers = error_response(error)
+    if isinstance(error, MethodNotAllowed):
+        headers.append((b"allow", b"GET, HEAD"))
+    headers.extend(_API_HEADERS)
+    headers.append((b"x-request-id", request_id.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def _rate_headers(decision: RateDecision) -> Headers:
     return [
         (b"ratelimit-limit", str(decision.limit).encode()),
         (b"ratelimit-remaining", str(decision.remaining).encode()),
         (b"ratelimit-reset", str(decision.reset_after).encode()),
+        # draft-ietf-httpapi-ratelimit-headers: the quota and its window, in seconds.
+        (b"ratelimit-policy", f"{decision.limit};w={decision.window}".encode()),
     ]
 
 
@@ -186,9 +226,12 @@ class ApiApp:
         *,
         cache_bytes: int,
         metrics: Metrics | None = None,
+        query_keys: bool = True,
     ) -> None:
-        """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share."""
+        """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
+        ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``)."""
         self.service = service
+        self.query_keys = query_keys
         self.site = site
         self.throttle = throttle
         # Whether a failure means the database is locked or unreachable (503), not a bug (500).
@@ -209,8 +252,9 @@ class ApiApp:
         if scope["type"] != "http":
             await self.site(scope, receive, send)
             return
-        # One pass over the headers for the three this app reads.
-        authorization = given_id = if_none_match = None
+        # One pass over the headers for the four this app reads.
+        authorization = given_id = if_none_match = host = None
+        hosts = 0
         for name, value in scope["headers"]:
             if name == b"authorization":
                 if authorization is None:
@@ -219,6 +263,9 @@ class ApiApp:
                 given_id = value
             elif name == b"if-none-match":
                 if_none_match = bytes(value)
+            elif name == b"host":
+                hosts += 1
+                host = value
         request_id = (
             given_id.decode("ascii")
             if given_id is not None and _GIVEN_ID.fullmatch(given_id) and _KEY not in given_id
@@ -228,6 +275,13 @@ class ApiApp:
         logged = access.isEnabledFor(INFO)
         started = perf_counter() if logged or self._metrics is not None else 0.0
         path: str = scope["path"]
+        if hosts != 1 or not _HOST.fullmatch(host or b"") or path[:1] != "/":
+            refusal = _malformed(scope, hosts, host)
+            if refusal is not None:
+                await _refuse(send, request_id, refusal)
+                if logged:
+                    _access_line(scope, None, refusal.status, refusal.code, None, started)
+                return
         handler = ROUTES.get(path)
         if (
             handler is None
@@ -246,7 +300,7 @@ class ApiApp:
             scope, path, handler, request_id, authorization, if_none_match
         )
         if self._metrics is not None:
-            self._metrics.request(handler, status_code, code, perf_counter() - started)
+            self._metrics.request(path, status_code, code, perf_counter() - started)
         headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
         await send({"type": "http.response.start", "status": status_code, "headers": headers})
@@ -281,10 +335,10 @@ class ApiApp:
             if throttle.refused:  # some address guessed too many keys: is it this one?
                 wait = throttle.refusal(throttle.client(scope))
                 if wait is not None:
-                    raise TooManyFailures(throttle.allowance, wait)
+                    raise TooManyFailures(throttle.allowance, wait, throttle.window)
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
-            key = presented_key(query.get("secret_key"), authorization)
+            key = presented_key(query.get("secret_key"), authorization, query_keys=self.query_keys)
             caller, decision = await self.service.admit(key, operation_name(path))
             application = caller.application.id
             rate = _rate_headers(decision)
@@ -303,11 +357,13 @@ class ApiApp:
         except RateLimited as error:
             return *_refused(error), error.code, error.application_id
         except Unauthenticated as error:
-            if authorization is not None or query.get("secret_key"):  # no key is not a guess
+            # No key is not a guess, nor is a key the deployment refuses unread in the query.
+            guess = authorization is not None or query.get("secret_key")
+            if guess and not isinstance(error, QueryKeyRefused):
                 throttle = self.throttle
                 wait = await throttle.failed(throttle.client(scope))
                 if wait is not None:
-                    refused = TooManyFailures(throttle.allowance, wait)
+                    refused = TooManyFailures(throttle.allowance, wait, throttle.window)
                     return *_refused(refused), refused.code, application
             status, body, headers = error_response(error)
             return status, body, rate + headers, error.code, application

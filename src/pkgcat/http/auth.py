@@ -2,17 +2,28 @@
 
 The key comes from the ``secret_key`` query parameter, as the spec says, or
 from ``Authorization: Bearer <key>``, which keeps it out of access logs.
-Both may be sent only when they hold the same key.
+Both may be sent only when they hold the same key. A deployment whose clients all
+send the header can refuse keys in the query (``PKGCAT_QUERY_KEYS=false``): a
+proxy in front writes the whole request line into its error log.
 """
 
 from __future__ import annotations
 
-from pkgcat.errors import Unauthenticated
+from pkgcat.errors import QueryKeyRefused, Unauthenticated
 
 
-def presented_key(query_key: str | None, authorization: bytes | None) -> str | None:
-    """The key the request presents, or ``None`` when it presents none."""
+def presented_key(
+    query_key: str | None, authorization: bytes | None, *, query_keys: bool = True
+) -> str | None:
+    """The key the request presents, or ``None`` when it presents none.
+
+    ``query_keys`` false: a key in the query is refused, whatever else the request holds."""
     query_key = query_key or None  # an empty secret_key= presents nothing
+    if query_key is not None and not query_keys:
+        raise QueryKeyRefused(
+            "secret_key: this server takes no key in the query string, where logs keep it; "
+            "send it in the header Authorization: Bearer <secret key>"
+        )
     header_key: str | None = None
     if authorization is not None:
         scheme, _, token = authorization.decode("latin-1").strip().partition(" ")

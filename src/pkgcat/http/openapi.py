@@ -110,6 +110,11 @@ _RATE_HEADERS: dict[str, Schema] = {
     "RateLimit-Limit": {**_HEADER, "description": "Requests allowed per window."},
     "RateLimit-Remaining": {**_HEADER, "description": "Requests left in the window."},
     "RateLimit-Reset": {**_HEADER, "description": "Seconds until the window resets."},
+    "RateLimit-Policy": {
+        "schema": {"type": "string", "pattern": r"^[0-9]+;w=[0-9]+$"},
+        "required": True,
+        "description": "The limit and its window in seconds: `3600;w=3600` is 3600 requests an hour.",
+    },
 } | _REQUEST_ID
 _ETAG: dict[str, Schema] = {
     "ETag": {
@@ -122,8 +127,22 @@ _ETAG: dict[str, Schema] = {
     }
 }
 
+_IF_NONE_MATCH: Schema = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": (
+        "ETags of bodies the client holds (a list, or `*`): when one is the current body's, "
+        "the answer is 304 Not Modified without a body."
+    ),
+    "schema": {"type": "string"},
+}
+
 _AUTHENTICATED_ERRORS = {2, 8, 12, 13}
 """Errors answered after the key was accepted: they carry the rate-limit headers."""
+_MAYBE_AUTHENTICATED_ERRORS = {15}
+"""Errors that carry the rate-limit headers when they come after the request was counted
+(the operation failed), and not when the key check or the count itself failed."""
 
 
 def _object(properties: dict[str, Schema], description: str) -> Schema:
@@ -151,8 +170,25 @@ def _success(operation: Operation, schema: Schema) -> Schema:
     }
 
 
+def _not_modified() -> Schema:
+    """The 304 of an operation with an ``ETag``: no body, its headers as a 200's."""
+    return {
+        "description": (
+            "Not Modified: an ETag of If-None-Match is the current body's. No body; "
+            "counted and rate-limited like any request."
+        ),
+        "headers": _RATE_HEADERS | _ETAG,
+    }
+
+
 def _error(error: type[ApiError], description: str) -> Schema:
     headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
+    if error.code in _MAYBE_AUTHENTICATED_ERRORS:
+        headers |= {
+            name: {**header, "required": False}
+            for name, header in _RATE_HEADERS.items()
+            if name.startswith("RateLimit-")
+        }
     if issubclass(error, RateLimited) or error is Unavailable:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     if error is MethodNotAllowed:
@@ -235,15 +271,20 @@ def _parameter(parameter: Parameter) -> Schema:
 def _operation(operation: Operation, schemas: Keyed, every: bool) -> Schema:
     response = _response_schema(operation, schemas, every)
     responses: Schema = {"200": _success(operation, response)}
+    if operation.etag:
+        responses["304"] = _not_modified()
     parameters = operation.parameters if every else operation.served_parameters()
     responses |= _errors(operation)
+    declared = [_parameter(p) for p in parameters]
+    if operation.etag:
+        declared.append(_IF_NONE_MATCH)
     return {
         "get": {
             "operationId": operation.operation_id,
             "tags": [operation.tag],
             "summary": operation.summary,
             "description": operation.doc,
-            "parameters": [_parameter(p) for p in parameters],
+            "parameters": declared,
             "responses": responses,
         }
     }

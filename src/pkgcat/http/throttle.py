@@ -80,6 +80,8 @@ class AuthThrottle:
                 limits="limits on failed authentications",
             )
         self.allowance = self._limiter.limit
+        self.window = self._limiter.window
+        """Seconds a window of the allowance lasts."""
         self.refused: dict[str, float] = {}
         """Client to the monotonic time its refusal ends; empty on the usual path."""
 

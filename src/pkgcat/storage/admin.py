@@ -368,9 +368,13 @@ class CatalogueAdmin:
         purchases: Iterable[Mapping[str, Any]] = (),
         usage: Iterable[tuple[int, date, int]] = (),
         devices: Iterable[Mapping[str, Any]] = (),
+        operations: Iterable[tuple[int, date, str, int]] = (),
         replace: bool = False,
     ) -> dict[int, IssuedKey]:
         """Insert rows (column name to value) in one transaction, with a key per application.
+
+        ``usage`` is (application, day, count); ``operations`` splits some of those days
+        as (application, day, operation, count), summing to the day's count.
 
         With ``replace``, every existing row is deleted first, in the same transaction
         (but for the catalogue generation and the database's own secrets).
@@ -396,6 +400,12 @@ class CatalogueAdmin:
             usage_rows = [
                 {"application_id": a, "day": d.isoformat(), "count": n} for a, d, n in usage
             ]
+            split_rows = [
+                {"application_id": a, "day": d.isoformat(), "operation": o, "count": n}
+                for a, d, o, n in operations
+            ]
+            if split_rows:
+                db.execute(insert(t.usage_operations), split_rows)
             if usage_rows:
                 db.execute(insert(t.usage_days), usage_rows)
                 # Usage history is cached by the server like catalogue data: say it changed.

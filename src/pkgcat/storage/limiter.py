@@ -50,6 +50,11 @@ class WindowLimiter:
     def limit(self) -> int:
         return self._amount
 
+    @property
+    def window(self) -> int:
+        """Seconds a window lasts."""
+        return self._whole_window
+
     async def hit(self, application_id: int | str) -> RateDecision:
         """Count one hit of ``application_id`` (any key: the auth throttle counts addresses)."""
         now = self._clock()
@@ -66,6 +71,7 @@ class WindowLimiter:
             max(0, self._amount - count),
             # Clamped: window end minus now can round to a hair over the window.
             max(1, min(self._whole_window, math.ceil(window[0] - now))),
+            self._whole_window,
         )
 
     def _prune(self, now: float) -> None:

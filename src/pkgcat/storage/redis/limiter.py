@@ -110,7 +110,11 @@ class RedisLimiter:
         self._window = int(item.get_expiry())
         self._window_ms = self._window * 1000
         self._open = RateDecision(
-            allowed=True, limit=self._amount, remaining=self._amount, reset_after=self._window
+            allowed=True,
+            limit=self._amount,
+            remaining=self._amount,
+            reset_after=self._window,
+            window=self._window,
         )
         self._prefix = f"{namespace}:{kind}:"
         self._limits = limits  # what the outage lines say is (not) enforced
@@ -136,6 +140,11 @@ class RedisLimiter:
     @property
     def limit(self) -> int:
         return self._amount
+
+    @property
+    def window(self) -> int:
+        """Seconds a window lasts."""
+        return self._window
 
     async def hit(self, application_id: int | str) -> RateDecision:
         loop = asyncio.get_running_loop()
@@ -237,6 +246,7 @@ class RedisLimiter:
             limit=self._amount,
             remaining=max(0, self._amount - count),
             reset_after=max(1, math.ceil(left_ms / 1000)),
+            window=self._window,
         )
 
     def _failed(self, error: Exception) -> None:

@@ -23,7 +23,8 @@ export class ApiError extends Error {
 
 const limitListeners = [];
 
-/** Calls ``listener({limit, remaining, reset})`` after each answer that carries the rate limit. */
+/** Calls ``listener({limit, remaining, reset, window})`` after each answer that carries the rate
+ * limit (``window``: seconds, ``null`` from a server that does not say). */
 export function onLimits(listener) {
   limitListeners.push(listener);
 }
@@ -31,12 +32,22 @@ export function onLimits(listener) {
 function readLimits(headers) {
   const limit = headers.get("ratelimit-limit");
   if (limit === null) return;
+  // "3600;w=3600": the limit, and the seconds its window lasts.
+  const window = /;\s*w=(\d+)/.exec(headers.get("ratelimit-policy") ?? "");
   const found = {
     limit: Number(limit),
     remaining: Number(headers.get("ratelimit-remaining")),
     reset: Number(headers.get("ratelimit-reset")),
+    window: window ? Number(window[1]) : null,
   };
   for (const listener of limitListeners) listener(found);
+}
+
+/** A server message as a sentence: "secret_key: not a valid secret key" becomes
+ * "not a valid secret key." (the parameter it names is the key, which the reader knows). */
+function sentence(message) {
+  const text = String(message ?? "").replace(/^[A-Za-z_]+: /, "").trim();
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 /** GET /1.0/<operation>.json with ``params``; the envelope's ``response``, or an ApiError. */
@@ -72,7 +83,7 @@ export async function call(operation, params = {}) {
     throw new ApiError("rate", `Rate limited: ${message}`, { code, retryAfter });
   }
   if (answer.status === 401 || code === 5) {
-    throw new ApiError("key", `This key was refused: ${message}`, { code });
+    throw new ApiError("key", `This key was refused: ${sentence(message)}`, { code });
   }
   if (answer.status === 503 || answer.status === 502 || answer.status === 504) {
     throw new ApiError("down", `The service is unavailable for now: ${message}`, {

@@ -30,6 +30,13 @@ function cell(row, text, className = "") {
   return td;
 }
 
+/** A date-time cell to the minute (the day and time of the application's zone); the full
+ * ISO 8601 value, seconds and offset, in its title. */
+function moment(td, iso) {
+  td.textContent = iso.slice(0, 16).replace("T", " ");
+  td.title = iso;
+}
+
 function fill(tbody, rows, render) {
   const lines = rows.map((item) => {
     const tr = document.createElement("tr");
@@ -104,10 +111,63 @@ async function run(view, action) {
   }
 }
 
-onLimits(({ limit, remaining, reset }) => {
-  $("#rate-limit").textContent = `${limit} requests per window`;
+/** A window's length in words: 3600 is "hour", 120 is "2 minutes". */
+function windowWords(seconds) {
+  for (const [unit, length] of [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]]) {
+    if (seconds % length === 0) {
+      const count = seconds / length;
+      return count === 1 ? unit : `${count} ${unit}s`;
+    }
+  }
+  return `${seconds} seconds`;
+}
+
+onLimits(({ limit, remaining, reset, window }) => {
+  $("#rate-limit").textContent = window
+    ? `${limit} requests per ${windowWords(window)}`
+    : `${limit} requests per window`;
   $("#rate-remaining").textContent = `${remaining} (window resets in ${reset} s)`;
 });
+
+// Wide tables ---------------------------------------------------------------------------------
+
+// A table wider than its box scrolls sideways inside it. A scroll bar may not show (a phone,
+// overlay scroll bars), so a line above the table says there is more, while there is.
+for (const box of document.querySelectorAll(".scroll")) {
+  const hint = document.createElement("p");
+  hint.className = "scroll-hint";
+  hint.textContent = "More columns: scroll the table sideways →";
+  hint.hidden = true;
+  box.before(hint);
+}
+
+function markOverflow(box) {
+  const over = box.scrollWidth > box.clientWidth + 1;
+  box.dataset.overflow = String(over);
+  box.previousElementSibling.hidden = !over;
+  // Reachable from the keyboard when it scrolls, named by its table's caption.
+  if (over) {
+    box.tabIndex = 0;
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", box.querySelector("caption")?.textContent ?? "Table");
+  } else {
+    box.removeAttribute("tabindex");
+    box.removeAttribute("role");
+    box.removeAttribute("aria-label");
+  }
+}
+
+const resized = new ResizeObserver((entries) => {
+  for (const entry of entries) markOverflow(entry.target.closest(".scroll"));
+});
+for (const box of document.querySelectorAll(".scroll")) {
+  resized.observe(box);
+  resized.observe(box.querySelector("table"));
+}
+// A table in a closed <details> has no size to observe until it opens.
+for (const details of document.querySelectorAll("details")) {
+  details.addEventListener("toggle", () => details.querySelectorAll(".scroll").forEach(markOverflow));
+}
 
 // Sign-in -------------------------------------------------------------------------------------
 
@@ -190,6 +250,14 @@ const OPERATIONS = [
 ];
 const UNSPLIT = "not split by operation";
 
+/** Each series its own colour, the same on every load: an operation's by its place in
+ * OPERATIONS, "not split by operation" always grey. */
+function colourOf(name) {
+  if (name === UNSPLIT) return charts.GREY;
+  const at = OPERATIONS.indexOf(name);
+  return charts.COLOURS[(at >= 0 ? at : OPERATIONS.length) % charts.COLOURS.length];
+}
+
 function usageRange() {
   return Number(document.querySelector("input[name=usage-range]:checked").value);
 }
@@ -225,7 +293,10 @@ function renderUsage(entries) {
     $("#usage-chart"),
     "bar",
     labels,
-    columns.map((label, index) => ({ label, data: series[index] })),
+    columns.map((label, index) => {
+      const colour = colourOf(label);
+      return { label, data: series[index], backgroundColor: colour, borderColor: colour };
+    }),
     { stacked: true, yTitle: "requests" },
   );
   $("#usage-today").textContent = String(totals[totals.length - 1] ?? 0);
@@ -402,15 +473,22 @@ function renderSales() {
   $("#sales-empty").hidden = sales.length > 0;
   $("#sales-csv").disabled = sales.length === 0;
   fill($("#sales-table tbody"), sales, (tr, sale) => {
-    if (REFUNDS.has(sale.status)) tr.className = "refund";
-    cell(tr, sale.date.replace("T", " "));
+    const refunded = REFUNDS.has(sale.status);
+    if (refunded) tr.className = "refund";
+    moment(cell(tr, ""), sale.date);
     cell(tr, sale.txn_id);
     cell(tr, sale.package ?? "whole source");
     cell(tr, sale.nickname);
     cell(tr, sale.status);
     cell(tr, sale.gross, "num");
     cell(tr, sale.commission, "num");
-    cell(tr, sale.net, "num");
+    const net = cell(tr, refunded ? "" : sale.net, "num");
+    if (refunded) {
+      // Not earned: the amount struck out, and why in words (the totals leave it out too).
+      const amount = document.createElement("del");
+      amount.textContent = sale.net;
+      net.replaceChildren(amount, sale.status === "Chargeback" ? " charged back" : " refunded");
+    }
     cell(tr, sale.currency);
     cell(tr, sale.payment_platform);
   });

@@ -2,7 +2,9 @@
 
 // Okabe and Ito's colour-blind-safe palette, less its sky blue and yellow, then a brown and a
 // grey: each at 3:1 or more on white, as WCAG 1.4.11 asks of a graphic's parts.
-export const COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#8C510A", "#666666"];
+export const COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#000000", "#8C510A"];
+/** What is not one of the series above (usage not split by operation): 5.7:1 on white. */
+export const GREY = "#666666";
 
 /** Draws a chart on ``canvas``, replacing the one already there. */
 export function draw(canvas, type, labels, datasets, { stacked = false, yTitle = "" } = {}) {
