@@ -22,7 +22,9 @@ from pkgcat.ingest import (
     VerificationError,
     import_repository,
 )
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.workers import default_jobs
+from pkgcat.net.fetcher import Policy
 from pkgcat.storage.writes.operator import Written, import_prices, import_purchases, import_stats
 
 
@@ -148,6 +150,8 @@ def import_repo(
         refresh=refresh,
         architectures=settings.architecture_preference,
         jobs=jobs or default_jobs(),
+        fetch=Policy.from_settings(settings),
+        limits=ImportLimits.from_settings(settings),
     )
     with admin() as handle, _progress(not as_json and stderr.is_terminal) as progress:
         try:

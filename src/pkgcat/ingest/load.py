@@ -29,6 +29,7 @@ import orjson
 
 from pkgcat.ingest.control import RECORD_COLUMNS, Record, iter_stanzas
 from pkgcat.ingest.depictions import Depictions
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.repository import Index
 from pkgcat.ingest.versions import Preference, best
 from pkgcat.ingest.workers import Mapped, map_stanzas
@@ -90,6 +91,7 @@ class Loader:
         first_seen: int,
         refresh: bool = False,
         jobs: int = 1,
+        limits: ImportLimits | None = None,
     ) -> None:
         self.source = source
         self.base_url = base_url
@@ -99,6 +101,7 @@ class Loader:
         self.first_seen = first_seen
         self.refresh = refresh
         self.jobs = jobs
+        self.limits = limits or ImportLimits()
         self.key = fingerprint_key(base_url, depictions.mode)
         self.outcome = Outcome()
         self._ids: dict[Key, int] = {(p, v, a): i for i, p, v, a, _ in state.records}
@@ -146,7 +149,7 @@ class Loader:
             if known is None
         ]
         data = [index.data for index in self._indexes]
-        return map_stanzas(self.base_url, data, slices, self.jobs, progress)
+        return map_stanzas(self.base_url, self.limits, data, slices, self.jobs, progress)
 
     def _sort(self, mapped: list[Mapped]) -> None:
         """Walk the stanzas in index order: unchanged, new, changed, or skipped and why."""
