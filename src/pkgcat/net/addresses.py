@@ -55,7 +55,7 @@ def refusal(address: IPAddress) -> str | None:
     """Why ``address`` is refused (``"a loopback address"``...), or ``None`` for a public one."""
     inner = _embedded(address)
     if inner is not None and (reason := refusal(inner)) is not None:
-        return f"{reason} ({inner}) inside an IPv6 address"
+        return f"{reason} ({inner}) inside IPv6"
     checks = (
         (address in METADATA, "a cloud metadata address"),
         (address.is_loopback, "a loopback address"),
