@@ -80,9 +80,7 @@ def _kept(line: int, name: str, value: str, row: Row, problems: list[Problem]) -
     row[name] = value
     control = control_in_line(value)
     if control is not None:
-        problems.append(
-            Problem(line, name, f"holds the control character {control}", "remove it")
-        )
+        problems.append(Problem(line, name, f"holds the control character {control}", "remove it"))
 
 
 def delimiter_name(delimiter: str) -> str:
