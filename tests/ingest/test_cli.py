@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from starlette.testclient import TestClient
 from pkgcat.app import create_app
 from pkgcat.config import Settings
 from tests.conftest import check_against_openapi
+from tests.hostile import Hostile, body
 from tests.ingest.conftest import stanza, write_repo
 
 
@@ -175,3 +177,31 @@ def test_a_terminal_sees_a_progress_bar_and_json_never_does(
     screen.truncate()
     assert run(*args, "--refresh", "--json").exit_code == 0
     assert "parsing" not in screen.getvalue()
+
+
+def test_a_refused_address_is_one_line_naming_the_setting_that_allows_it(
+    tmp_path: Path, run: Any, hostile: Callable[..., Hostile], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_repo(tmp_path / "repo", [stanza("com.example.a")])
+    files = {f"/{n}": body((tmp_path / "repo" / n).read_bytes()) for n in ("Packages", "Release")}
+    server = hostile(files)
+    result = run("import-repo", server.url(), "--source", "R")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: {server.url('/InRelease')}: 127.0.0.1 is a loopback address; "
+        f"PKGCAT_FETCH_ALLOW=127.0.0.1:{server.port} would allow it; nothing was imported\n"
+    )
+    assert server.connections == 0
+    monkeypatch.setenv("PKGCAT_FETCH_ALLOW", f"127.0.0.1:{server.port}")
+    assert run("import-repo", server.url(), "--source", "R").exit_code == 0
+
+
+def test_what_a_repository_says_reaches_the_terminal_escaped(tmp_path: Path, run: Any) -> None:
+    evil = stanza("com.example.b").replace("com.example.b", "evil\x1b]2;owned\x07")
+    write_repo(tmp_path / "repo", [stanza("com.example.a"), evil])
+    result = run(
+        "import-repo", str(tmp_path / "repo"), "--source", "R", "--url", "https://r.example/"
+    )
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout
+    assert "skipped Packages:8 evil\\x1b]2;owned\\x07: holds the control character" in result.stdout

@@ -14,6 +14,7 @@ from pkgcat.ingest import FetchError
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from tests.ingest.conftest import (
+    LOCAL,
     Importer,
     count,
     package_row,
@@ -33,7 +34,7 @@ def test_the_address_is_the_source_url_and_missing_candidates_are_skipped(
         with_release=False,
     )
     address = serve(tmp_path)
-    summary = load(address, source="Served")
+    summary = load(address, source="Served", fetch=LOCAL)
     assert summary.source_created
     assert summary.url == address
     assert summary.as_dict()["indexes"][0]["name"] == "Packages.bz2"
@@ -47,7 +48,7 @@ def test_a_single_index_address(
 ) -> None:
     write_repo(tmp_path, [stanza("com.example.a")], compressions=(".gz",))
     address = serve(tmp_path)
-    summary = load(f"{address}Packages.gz", source="Served")
+    summary = load(f"{address}Packages.gz", source="Served", fetch=LOCAL)
     assert summary.as_dict()["indexes"] == [
         {"name": "Packages.gz", "bytes": len(stanza("com.example.a")), "verified": "SHA256"}
     ]
@@ -76,7 +77,7 @@ def test_a_server_error_is_reported_with_its_status(
     failing_server: str, load: Importer, admin: CatalogueAdmin
 ) -> None:
     with pytest.raises(FetchError, match=r"InRelease: the server answered HTTP 500"):
-        load(failing_server, source="Broken")
+        load(failing_server, source="Broken", fetch=LOCAL)
     assert count(admin, t.sources) == 0
 
 
@@ -87,7 +88,7 @@ def test_an_unreachable_server_is_reported(load: Importer) -> None:
     with pytest.raises(
         FetchError, match=rf"http://127\.0\.0\.1:{port}/InRelease: cannot be fetched"
     ):
-        load(f"http://127.0.0.1:{port}/", source="Nowhere")
+        load(f"http://127.0.0.1:{port}/", source="Nowhere", fetch=LOCAL)
 
 
 def test_importing_from_a_mirror_keeps_the_sources_public_address(
@@ -96,7 +97,7 @@ def test_importing_from_a_mirror_keeps_the_sources_public_address(
     write_repo(tmp_path, [stanza("com.example.a", Icon="icons/a.png")])
     load(tmp_path, source="Public", url="https://public.example/repo/")
     mirror = serve(tmp_path)
-    summary = load(mirror, source="Public", refresh=True)
+    summary = load(mirror, source="Public", refresh=True, fetch=LOCAL)
     assert (summary.source_created, summary.url) == (False, "https://public.example/repo/")
     assert package_row(admin, "com.example.a").icon == "https://public.example/repo/icons/a.png"
     with admin.engine.connect() as db:

@@ -22,7 +22,7 @@ import pytest
 
 from pkgcat.ingest import ImportSummary
 from pkgcat.storage.admin import CatalogueAdmin
-from tests.ingest.conftest import Importer, package_row, stanza, write_repo
+from tests.ingest.conftest import LOCAL, Importer, package_row, stanza, write_repo
 
 BUSY_TIMEOUT_MS = 1000
 """The counting connection's patience: a commit that needs more fails, as the server's would."""
@@ -129,7 +129,7 @@ def test_a_count_commits_while_the_import_waits_on_depictions(
     serving = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     serving.start()
     address = f"http://127.0.0.1:{server.server_address[1]}/"
-    importing = _Importing(load, address, source="Served")
+    importing = _Importing(load, address, source="Served", fetch=LOCAL)
     try:
         importing.start()
         assert asked.wait(timeout=20), "the import never asked for a depiction"

@@ -521,11 +521,39 @@ def test_bad_statuses_accounts_and_devices_are_refused_naming_row_and_column(
         "line 6: column 'device_model': longer than 64 characters",
         "line 7: column 'device_model': given without udid; "
         "hint: a device model describes the udid of its row",
-        "line 8: column 'device_model': 'iPhone\\t12' holds control characters; "
-        "hint: one line of printable text",
+        "line 8: column 'device_model': holds the control character U+0009 (TAB); hint: remove it",
     ]
     assert purchases(shop) == []
     assert devices(shop) == []
+
+
+@pytest.mark.parametrize(
+    ("write", "first"), [(write_csv, 2), (write_jsonl, 1)], ids=["csv", "jsonl"]
+)
+def test_control_characters_are_refused_alike_on_both_databases(
+    tmp_path: Path, shop: CatalogueAdmin, write: Any, first: int
+) -> None:
+    rows = [
+        PURCHASE | {"nickname": "ada\0"},
+        PURCHASE | {"txn_id": "TXN-\x1b[2J", "nickname": "bob"},
+        PURCHASE | {"txn_id": "TXN-3", "nickname": "line\nbreak"},
+        PURCHASE | {"txn_id": "TXN-4", "nickname": "\U0001f469\u200d\U0001f4bb Zoë"},
+    ]
+    suffix = write.__name__.removeprefix("write_")
+    with pytest.raises(OperatorDataError) as refused:
+        import_purchases(shop.engine, write(tmp_path / f"sales.{suffix}", rows))
+    assert refused.value.problems == [
+        f"line {first}: column 'nickname': holds the control character U+0000 (NUL); "
+        "hint: remove it",
+        f"line {first + 1}: column 'txn_id': holds the control character U+001B (ESC); "
+        "hint: remove it",
+        f"line {first + 2}: column 'nickname': holds the control character U+000A (LF); "
+        "hint: remove it",
+    ]
+    assert purchases(shop) == []
+    # The same file without them is taken, the emoji with its joiner included.
+    assert import_purchases(shop.engine, write(tmp_path / f"ok.{suffix}", rows[3:])).added == 1
+    assert purchases(shop)[0].nickname == "\U0001f469\u200d\U0001f4bb Zoë"
 
 
 def test_deleting_a_source_takes_its_buyers_devices(tmp_path: Path, shop: CatalogueAdmin) -> None:

@@ -17,6 +17,7 @@ from pkgcat.storage.admin import CatalogueAdmin
 from tests.ingest.conftest import (
     CHARIZ,
     JULIOVERNE,
+    LOCAL,
     NEPETA,
     POOMSMART,
     PUBLIC_URL,
@@ -270,7 +271,7 @@ def test_a_repository_served_over_http(
     repos: Path, serve: Callable[[Path], str], load: Importer, admin: CatalogueAdmin
 ) -> None:
     address = serve(repos / POOMSMART)
-    summary = load(address, source="PoomSmart", url=PUBLIC_URL[POOMSMART])
+    summary = load(address, source="PoomSmart", url=PUBLIC_URL[POOMSMART], fetch=LOCAL)
     data = summary.as_dict()
     assert data["indexes"] == [{"name": "Packages.zst", "bytes": 642696, "verified": None}]
     assert (data["records"]["added"], data["packages"]["added"]) == (910, 181)

@@ -10,6 +10,7 @@ from sqlalchemy import update
 
 from pkgcat.ingest import ImportOptions, Selection, import_repository, workers
 from pkgcat.ingest.control import iter_stanzas
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from tests import factories as f
@@ -309,10 +310,10 @@ def test_parallel_parsing_gives_the_records_of_one_process(
     ).encode()
     data += b"\nPackage: broken\n"
     slices = [(0, start, end) for _, start, end in iter_stanzas(data)]
-    one = workers.map_stanzas(URL, [data], slices, jobs=1)
+    one = workers.map_stanzas(URL, ImportLimits(), [data], slices, jobs=1)
     monkeypatch.setattr(workers, "PARALLEL_FROM", 10)
     monkeypatch.setattr(workers, "TASK", 40)  # the workers' 200 stanzas in 5 tasks
-    several = workers.map_stanzas(URL, [data], slices, jobs=3)
+    several = workers.map_stanzas(URL, ImportLimits(), [data], slices, jobs=3)
     assert several == one
     assert one[-1] == "missing required fields Version, Architecture, MD5sum"
     assert len(one) == 301

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pkgcat.cli._failures import database_failure, first_line, shown_url
+from pkgcat.cli._safe import visible
 from pkgcat.cli._tables import Column, print_rows
 from pkgcat.config import Settings
 from pkgcat.logs import configure_logging
@@ -30,7 +31,7 @@ stderr = Console(stderr=True)
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One clear line on stderr, then exit with ``code``."""
-    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    stderr.print(f"[bold red]error:[/] {escape(visible(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

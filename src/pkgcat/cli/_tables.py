@@ -11,7 +11,10 @@ Anywhere else (a pipe, a file, ``TTY_COMPATIBLE=0``) the output is plain and
 complete: a header line of the columns' field names, then one line per row,
 fields separated by tabs. A tab, newline, carriage return or backslash inside
 a value is written as ``\\t``, ``\\n``, ``\\r`` or ``\\\\`` so that every row stays
-one line.
+one line, any other control character as ``\\x1b`` and the like, and a value that
+a spreadsheet would run as a formula gets a leading ``'`` (:mod:`pkgcat.cli._safe`):
+a spreadsheet opens tab-separated lines as readily as CSV. Tables show control
+characters the same way.
 
 A command whose table is not a plain listing (a chart, a record, a page with a
 caption) builds its own rich table and hands it, with its plain columns and rows,
@@ -30,7 +33,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
-from rich.text import Text
+
+from pkgcat.cli._safe import cell, spreadsheet_cell, visible
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _UNBOUNDED = 1_000_000
@@ -72,8 +76,8 @@ def when(seconds: int | None) -> str:
 
 
 def plain_line(values: Iterable[str]) -> str:
-    """One tab-separated line, the separators escaped inside the values."""
-    return "\t".join(v.translate(_ESCAPES) for v in values)
+    """One tab-separated line, the separators and control characters escaped, formulas defused."""
+    return "\t".join(visible(spreadsheet_cell(v).translate(_ESCAPES)) for v in values)
 
 
 def widest(values: Iterable[str]) -> int | None:
@@ -126,7 +130,7 @@ def show(
 def _listing(columns: Sequence[Column], cells: Sequence[Sequence[str]]) -> Table:
     # No rules: a row copied from the terminal holds the values and spaces only.
     table = Table(box=None, pad_edge=False)
-    shown = [[c.shown(v) for c, v in zip(columns, row, strict=True)] for row in cells]
+    shown = [[visible(c.shown(v)) for c, v in zip(columns, row, strict=True)] for row in cells]
     for index, column in enumerate(columns):
         whole = column.kind in ("identifier", "number")
         # Rich narrows wrapping columns below their longest word when short of space:
@@ -141,7 +145,7 @@ def _listing(columns: Sequence[Column], cells: Sequence[Sequence[str]]) -> Table
             min_width=widest(values),
         )
     for row in shown:
-        table.add_row(*map(Text, row))
+        table.add_row(*map(cell, row))
     return table
 
 

@@ -46,6 +46,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pkgcat.cli import group
+from pkgcat.cli._safe import cell, spreadsheet_cell, visible
 from pkgcat.cli._tables import Column, print_table, show, widest
 from pkgcat.client import (
     APIConnectionError,
@@ -202,7 +203,7 @@ def exit_code(error: PkgcatError) -> int:
 
 def _fail(message: str, code: int) -> NoReturn:
     """One line on stderr, then exit with ``code``."""
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    typer.echo(f"error: {visible(' '.join(message.split()))}", err=True)
     raise typer.Exit(code)
 
 
@@ -313,10 +314,11 @@ def _cell(value: object) -> str:
 
 
 def _write_csv(header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """CSV rows, each value with its formulas defused and its control characters visible."""
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(header)
     for row in rows:
-        writer.writerow([_cell(value) for value in row])
+        writer.writerow([visible(spreadsheet_cell(_cell(value))) for value in row])
     sys.stdout.flush()
 
 
@@ -365,7 +367,10 @@ def _usage_table(days: list[UsageDay], to_today: bool) -> Table:
     for n, name in enumerate(operations):
         # An operation's name is its heading, kept whole: "package/details", say.
         table.add_column(
-            name, justify="right", no_wrap=True, min_width=widest([name] + [c[n] for c in counts])
+            visible(name),
+            justify="right",
+            no_wrap=True,
+            min_width=widest([visible(name)] + [c[n] for c in counts]),
         )
     # Split by operation, the table has a column per operation instead of the bars.
     by_operation = any(d.operations is not None for d in days)
@@ -427,13 +432,13 @@ def _package_table(package: Package) -> Table:
         ("url", package.url),
         ("long description", package.long_description),
     ]
-    table = Table(title=f"{package.name} {package.version}", title_justify="left")
+    table = Table(title=cell(f"{package.name} {package.version}"), title_justify="left")
     table.add_column("field", style="bold", no_wrap=True, min_width=widest(n for n, _ in rows))
     # The package id is kept on one line; longer values (digests, addresses) fold.
     table.add_column("value", overflow="fold", min_width=widest([package.package]))
     missing = Text("(not sent by this server)", style="dim")
     for name, value in rows:
-        table.add_row(name, missing if value is None else Text(str(value)))
+        table.add_row(name, missing if value is None else cell(value))
     return table
 
 
@@ -453,6 +458,17 @@ def _show_package(package: Package) -> None:
     show(columns, list(_package_fields(package)), lambda: _package_table(package))
 
 
+def _page_table(caption: str) -> Table:
+    """A table of one page of a list, its caption (which may quote the server) shown as text."""
+    return Table(
+        caption=cell(caption),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+        collapse_padding=True,
+    )
+
+
 def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
     """A row per buyer; a date offset or a status every row shares is said once, above or below."""
     offsets = {b.date.strftime("%z") for b in buyers}
@@ -461,14 +477,13 @@ def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
     shared_status = statuses.pop() if len(statuses) == 1 else None
     if shared_status is not None:
         caption += f"; status: {shared_status}"
-    table = Table(
-        caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
-    )
+    table = _page_table(caption)
     cells: list[list[str]] = []
 
     def add(heading: str, values: list[str], justify: JustifyMethod = "left") -> None:
         # Every value here is a word to copy or compare whole (an id, a date, an amount, a
         # status): no column is wrapped nor shortened, each at least as wide as its widest value.
+        values = [visible(value) for value in values]
         table.add_column(
             heading, justify=justify, no_wrap=True, min_width=widest([heading, *values])
         )
@@ -488,7 +503,7 @@ def _buyers_table(buyers: Sequence[Buyer], caption: str) -> Table:
         add("status", [b.status for b in buyers])
     add("txn id", [b.txn_id for b in buyers])
     for row in zip(*cells, strict=True):
-        table.add_row(*map(Text, row))
+        table.add_row(*map(cell, row))
     return table
 
 
@@ -503,11 +518,11 @@ def _show_buyers(buyers: Sequence[Buyer], caption: str) -> None:
 
 def _record_table(title: str, rows: Sequence[tuple[str, object]]) -> Table:
     """A record as two columns, field and value; a value the server did not send is dim."""
-    table = Table(title=title, title_justify="left")
+    table = Table(title=cell(title), title_justify="left")
     table.add_column("field", style="bold", no_wrap=True, min_width=widest(n for n, _ in rows))
     table.add_column("value", overflow="fold", min_width=widest(str(v) for _, v in rows[:1]))
     for name, value in rows:
-        table.add_row(name, Text("none", style="dim") if value is None else Text(str(value)))
+        table.add_row(name, Text("none", style="dim") if value is None else cell(value))
     return table
 
 
@@ -516,10 +531,8 @@ def _amount(value: Decimal | None, currency: str) -> str:
 
 
 def _packages_table(packages: Sequence[SourcePackage], caption: str) -> Table:
-    table = Table(
-        caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
-    )
-    rows = [
+    table = _page_table(caption)
+    rows: list[tuple[str, ...]] = [
         (
             p.package,
             p.version,
@@ -533,6 +546,7 @@ def _packages_table(packages: Sequence[SourcePackage], caption: str) -> Table:
         )
         for p in packages
     ]
+    rows = [tuple(map(visible, row)) for row in rows]
     headings = ("package", "version", "online", "price", "downloads", "votes", "rating", "updated")
     for n, heading in enumerate(headings):
         right = heading in ("price", "downloads", "votes", "rating")
@@ -544,15 +558,13 @@ def _packages_table(packages: Sequence[SourcePackage], caption: str) -> Table:
         )
     table.add_column("name", overflow="fold")
     for row in rows:
-        table.add_row(*map(Text, row))
+        table.add_row(*map(cell, row))
     return table
 
 
 def _sales_table(sales: Sequence[Sale], caption: str) -> Table:
-    table = Table(
-        caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True
-    )
-    rows = [
+    table = _page_table(caption)
+    rows: list[tuple[str, ...]] = [
         (
             s.date.strftime("%Y-%m-%d %H:%M %z"),
             s.package or "(whole source)",
@@ -566,6 +578,7 @@ def _sales_table(sales: Sequence[Sale], caption: str) -> Table:
         )
         for s in sales
     ]
+    rows = [tuple(map(visible, row)) for row in rows]
     headings = ("date", "package", "nickname", "status", "gross", "commission", "net")
     for n, heading in enumerate((*headings, "platform", "txn id")):
         # Ids, dates and amounts are copied whole: never wrapped nor shortened.
@@ -576,14 +589,14 @@ def _sales_table(sales: Sequence[Sale], caption: str) -> Table:
             min_width=widest([heading, *(r[n] for r in rows)]),
         )
     for row in rows:
-        table.add_row(*map(Text, row))
+        table.add_row(*map(cell, row))
     return table
 
 
 def _totals_table(totals: Sequence[SalesTotal], start: date, end: date) -> Table:
     table = Table(title=f"Totals from {start} to {end}", title_justify="left")
     headings = ("currency", "sales", "gross", "commission", "net", "refunds", "refunded")
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             t.currency,
             f"{t.sales:,}",
@@ -595,6 +608,7 @@ def _totals_table(totals: Sequence[SalesTotal], start: date, end: date) -> Table
         )
         for t in totals
     ]
+    rows = [tuple(map(visible, row)) for row in rows]
     for n, heading in enumerate(headings):
         table.add_column(
             heading,
@@ -603,7 +617,7 @@ def _totals_table(totals: Sequence[SalesTotal], start: date, end: date) -> Table
             min_width=widest([heading, *(r[n] for r in rows)]),
         )
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(cell, row))
     if not totals:
         table.caption = "no sales in this range"
     return table

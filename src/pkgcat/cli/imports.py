@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy import Engine
 
 from pkgcat.cli._common import admin, fail, load_settings, print_json, stderr, stdout
+from pkgcat.cli._safe import visible
 from pkgcat.ingest import (
     DEPICTION_MODES,
     ImportOptions,
@@ -22,7 +23,9 @@ from pkgcat.ingest import (
     VerificationError,
     import_repository,
 )
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.workers import default_jobs
+from pkgcat.net.fetcher import Policy
 from pkgcat.storage.writes.operator import Written, import_prices, import_purchases, import_stats
 
 
@@ -55,25 +58,36 @@ def _print_summary(summary: ImportSummary) -> None:
     data = summary.as_dict()
     for index in data["indexes"]:
         check = f"verified with {index['verified']}" if index["verified"] else "not verified"
-        stdout.print(f"read {index['name']} ({index['bytes']} bytes, {check})", highlight=False)
+        stdout.print(
+            visible(f"read {index['name']} ({index['bytes']} bytes, {check})"),
+            highlight=False,
+            markup=False,
+        )
     created = " (created)" if summary.source_created else ""
-    stdout.print(f"source {summary.source!r}{created}, {summary.url}", highlight=False)
+    stdout.print(
+        visible(f"source {summary.source!r}{created}, {summary.url}"),
+        highlight=False,
+        markup=False,
+    )
     r, p = data["records"], data["packages"]
     stdout.print(
         f"records: {r['read']} read, {r['added']} added, {r['updated']} updated, "
         f"{r['unchanged']} unchanged, {r['removed']} removed, {r['skipped']} skipped",
         highlight=False,
+        markup=False,
     )
     stdout.print(
         f"packages: {p['added']} added, {p['updated']} updated, {p['unchanged']} unchanged, "
         f"{p['set_offline']} set offline",
         highlight=False,
+        markup=False,
     )
     for skip in data["skipped"]:
         package = f" {skip['package']}" if skip["package"] else ""
         stdout.print(
-            f"  skipped {skip['index']}:{skip['line']}{package}: {skip['reason']}",
+            visible(f"  skipped {skip['index']}:{skip['line']}{package}: {skip['reason']}"),
             highlight=False,
+            markup=False,
             soft_wrap=True,
         )
 
@@ -148,6 +162,8 @@ def import_repo(
         refresh=refresh,
         architectures=settings.architecture_preference,
         jobs=jobs or default_jobs(),
+        fetch=Policy.from_settings(settings),
+        limits=ImportLimits.from_settings(settings),
     )
     with admin() as handle, _progress(not as_json and stderr.is_terminal) as progress:
         try:
@@ -161,7 +177,7 @@ def import_repo(
     else:
         _print_summary(summary)
     for warning in summary.warnings:  # on stderr in both modes: stdout stays one JSON document
-        stderr.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+        stderr.print(visible(f"warning: {warning}"), highlight=False, markup=False, soft_wrap=True)
 
 
 _SHOWN_PROBLEMS = 20
@@ -171,9 +187,11 @@ has one on every line, and the first ones tell what to fix."""
 
 def _refuse(error: OperatorDataError) -> NoReturn:
     for problem in error.problems[:_SHOWN_PROBLEMS]:
-        stderr.print(f"  {problem}", highlight=False, soft_wrap=True)
+        stderr.print(visible(f"  {problem}"), highlight=False, markup=False, soft_wrap=True)
     if len(error.problems) > _SHOWN_PROBLEMS:
-        stderr.print(f"  ... and {len(error.problems) - _SHOWN_PROBLEMS} more", highlight=False)
+        stderr.print(
+            f"  ... and {len(error.problems) - _SHOWN_PROBLEMS} more", highlight=False, markup=False
+        )
     fail(str(error))
 
 
@@ -208,7 +226,9 @@ def _operator_import(
             fail(f"{path}: cannot be read ({error.strerror})")
     for name in written.ignored:  # on stderr in both modes: stdout stays one JSON document
         column = repr(name) if name else "without a name"
-        stderr.print(f"warning: {path.name}: column {column} ignored", highlight=False)
+        stderr.print(
+            f"warning: {path.name}: column {column} ignored", highlight=False, markup=False
+        )
     if as_json:
         print_json({"file": str(path), **written.as_dict()})
         return
@@ -216,6 +236,7 @@ def _operator_import(
         f"{kind}: {written.rows} rows, {written.added} added, {written.updated} updated, "
         f"{written.unchanged} unchanged",
         highlight=False,
+        markup=False,
     )
 
 

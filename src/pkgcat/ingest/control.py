@@ -27,7 +27,9 @@ depiction              ``SileoDepiction`` (read later for screenshots)
 compatible, commercial ``Tag`` and ``Depends`` (:mod:`pkgcat.ingest.compatible`)
 =====================  =======================================================
 
-A stanza that cannot make a record raises :class:`Skip` with the reason.
+A stanza that cannot make a record raises :class:`Skip` with the reason: among
+them, a stanza over ``PKGCAT_STANZA_MAX_BYTES`` or ``PKGCAT_STANZA_MAX_FIELDS``,
+and one holding a control character (:mod:`pkgcat.ingest.text`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from debian.deb822 import Deb822, PkgRelation
 from debian.debian_support import Version
 
 from pkgcat.ingest.compatible import Compatibility, compatibility
+from pkgcat.ingest.limits import ImportLimits
+from pkgcat.ingest.text import control_in_stanza
 
 _BLANK_LINES = re.compile(rb"\n(?:[ \t\r]*\n)+")
 _LEADING_BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)+")
@@ -54,6 +58,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FOLD = re.compile(r"\s*\n\s*")
 _COMMA = re.compile(r"\s*,\s*")
 _PIPE = re.compile(r"\s*\|\s*")
+_FIELD_START = re.compile(rb"^[^ \t\r\n#]", re.MULTILINE)
+"""The first character of a line that starts a field (not a continuation, not a comment)."""
 _RELATION_FIELDS = ("Pre-Depends", "Depends", "Conflicts", "Replaces")
 FIELDS_USED = frozenset(
     name.lower()
@@ -138,6 +144,19 @@ def iter_stanzas(data: bytes) -> Iterator[tuple[int, int, int]]:
         yield line, position, len(data)
 
 
+def _where(raw: bytes, offset: int) -> str:
+    """Where ``offset`` is in a stanza, for a skip reason: its line and the field of that line."""
+    line = raw.count(b"\n", 0, offset)
+    start = raw.rfind(b"\n", 0, offset) + 1
+    text = raw[start:offset]
+    # A continuation line belongs to the field of the last line that starts one.
+    while text[:1] in (b" ", b"\t") and start > 0:
+        start = raw.rfind(b"\n", 0, start - 1) + 1
+        text = raw[start:offset]
+    field = text.partition(b":")[0][:40].decode("utf-8", "replace")
+    return f"line {line + 1} of the stanza (field {field!r})"
+
+
 def _description(text: str) -> tuple[str, str]:
     first, _, rest = text.partition("\n")
     if not rest:
@@ -180,8 +199,9 @@ def quiet_python_debian() -> Iterator[None]:
 class Mapper:
     """Maps stanzas of one repository; caches what repeats across stanzas (relations, tags)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, limits: ImportLimits | None = None) -> None:
         self.base_url = base_address(base_url)
+        self.limits = limits or ImportLimits()
         self._relations: dict[str, dict[str, Any]] = {}
         """One relation (``libc6 (>= 2.34)``) parsed."""
         self._compatibility: dict[tuple[str, str, str], Compatibility] = {}
@@ -213,17 +233,36 @@ class Mapper:
             groups.append(alternatives)
         return groups
 
-    def map(self, raw: bytes) -> Record:
-        """The record of one stanza; :class:`Skip` when it cannot make one."""
+    def _check(self, raw: bytes) -> None:
+        """:class:`Skip` for a stanza too large, with too many fields, not UTF-8 or with a control."""
+        limits = self.limits
+        if len(raw) > limits.stanza_bytes:
+            raise Skip(
+                f"{len(raw)} bytes, over the limit of {limits.stanza_bytes} "
+                "(PKGCAT_STANZA_MAX_BYTES)"
+            )
+        # Counting the lines is cheap; the fields are counted only when there may be too many.
+        if raw.count(b"\n") >= limits.stanza_fields:
+            fields = len(_FIELD_START.findall(raw))
+            if fields > limits.stanza_fields:
+                raise Skip(
+                    f"{fields} fields, over the limit of {limits.stanza_fields} "
+                    "(PKGCAT_STANZA_MAX_FIELDS)"
+                )
         try:
             raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            line = raw.count(b"\n", 0, error.start)
-            field = raw.split(b"\n")[line].partition(b":")[0][:40].decode("ascii", "replace")
             raise Skip(
-                f"not valid UTF-8: byte 0x{raw[error.start]:02x} on line {line + 1} "
-                f"of the stanza (field {field!r})"
+                f"not valid UTF-8: byte 0x{raw[error.start]:02x} on {_where(raw, error.start)}"
             ) from None
+        control = control_in_stanza(raw)
+        if control is not None:
+            character, offset = control
+            raise Skip(f"holds the control character {character} on {_where(raw, offset)}")
+
+    def map(self, raw: bytes) -> Record:
+        """The record of one stanza; :class:`Skip` when it cannot make one."""
+        self._check(raw)
         fields = Stanza(raw).fields
         if not fields:
             raise Skip("no fields a record uses (only comments, or unknown fields)")

@@ -6,6 +6,7 @@
      ├── FetchError                 LOCATION, or a file in it, cannot be read
      ├── ReleaseError               a Release or InRelease file cannot be understood
      ├── CompressionError           an index is not valid data of its compression format
+     ├── LimitError                 a file past a cap (PKGCAT_FETCH_MAX_BYTES, PKGCAT_INDEX_MAX_BYTES...)
      └── VerificationError          an index differs from the size or hashes its Release lists
     OperatorDataError (ValueError)  a purchases, stats or prices file with errors (``problems``)
 
@@ -30,6 +31,10 @@ class ReleaseError(IngestError):
 
 class CompressionError(IngestError):
     """An index that is not valid data of the compression its name announces."""
+
+
+class LimitError(IngestError):
+    """A file past one of the caps, or a fetch past its deadline; the message names the setting."""
 
 
 class VerificationError(IngestError):

@@ -16,6 +16,9 @@ what the source holds; from it and the indexes, :class:`Loader` makes the
    into ``packages``. A package with no record left is to be set offline,
    never deleted: purchases refer to it.
 4. Records the indexes no longer have are to be deleted.
+
+Indexes that hold stanzas of which none makes a record are refused whole: read
+that way, a damaged or hostile index would set every package of the source offline.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ import orjson
 
 from pkgcat.ingest.control import RECORD_COLUMNS, Record, iter_stanzas
 from pkgcat.ingest.depictions import Depictions
+from pkgcat.ingest.errors import IngestError
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.repository import Index
 from pkgcat.ingest.versions import Preference, best
 from pkgcat.ingest.workers import Mapped, map_stanzas
 from pkgcat.storage.writes.imports import ImportPlan, SourceState, SourceWrite
 
-MAPPING_VERSION = b"pkgcat-records-1"
+MAPPING_VERSION = b"pkgcat-records-2"
 """Part of every fingerprint: change it when the mapping changes, so every record is re-read."""
 
 Key = tuple[str, str, str]
@@ -90,6 +95,7 @@ class Loader:
         first_seen: int,
         refresh: bool = False,
         jobs: int = 1,
+        limits: ImportLimits | None = None,
     ) -> None:
         self.source = source
         self.base_url = base_url
@@ -99,6 +105,7 @@ class Loader:
         self.first_seen = first_seen
         self.refresh = refresh
         self.jobs = jobs
+        self.limits = limits or ImportLimits()
         self.key = fingerprint_key(base_url, depictions.mode)
         self.outcome = Outcome()
         self._ids: dict[Key, int] = {(p, v, a): i for i, p, v, a, _ in state.records}
@@ -146,7 +153,7 @@ class Loader:
             if known is None
         ]
         data = [index.data for index in self._indexes]
-        return map_stanzas(self.base_url, data, slices, self.jobs, progress)
+        return map_stanzas(self.base_url, self.limits, data, slices, self.jobs, progress)
 
     def _sort(self, mapped: list[Mapped]) -> None:
         """Walk the stanzas in index order: unchanged, new, changed, or skipped and why."""
@@ -209,8 +216,15 @@ class Loader:
     def finish(self, progress: Progress | None = None) -> ImportPlan:
         """Parse, read the depictions, and decide every write; :attr:`outcome` counts them."""
         self._sort(self._parse(progress))
-        self._screenshots()
         out = self.outcome
+        if out.skipped and not self._current:
+            # A bombed or broken index would otherwise set every package of the source offline.
+            first = out.skipped[0]
+            raise IngestError(
+                f"none of the {out.records_read} stanzas read makes a record "
+                f"(the first, {first.index}:{first.line}: {first.reason})"
+            )
+        self._screenshots()
         out.records_added = len(self._inserts)
         out.records_updated = len(self._updates)
         gone = [record_id for key, record_id in self._ids.items() if key not in self._current]

@@ -218,12 +218,6 @@ def _status(value: str) -> str:
     )
 
 
-def _printable(value: str) -> str:
-    if value.isprintable():
-        return value
-    raise _wrong(f"{value!r} holds control characters", "one line of printable text")
-
-
 def _scope(value: str) -> str:
     if value in ("package", "source"):
         return value
@@ -255,9 +249,9 @@ class PurchaseFields(_Fields):
     txn_id: Annotated[str, Field(max_length=128)]
     profile_url: Annotated[str, Field(max_length=2000), AfterValidator(_address)] = ""
     payment_platform: Annotated[str, AfterValidator(_platform)]
-    account: Annotated[str, Field(max_length=128), AfterValidator(_printable)] | None = None
+    account: Annotated[str, Field(max_length=128)] | None = None
     udid: Annotated[str, Field(max_length=64), AfterValidator(_udid)] | None = None
-    device_model: Annotated[str, Field(max_length=64), AfterValidator(_printable)] | None = None
+    device_model: Annotated[str, Field(max_length=64)] | None = None
 
     @model_validator(mode="after")
     def _model_of_a_device(self) -> PurchaseFields:

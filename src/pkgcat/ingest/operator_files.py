@@ -16,7 +16,9 @@ What is read, and what is not:
   :class:`Problem`.
 
 Values are returned stripped; an empty value is left out of the row, so a blank
-cell and a missing one read the same.
+cell and a missing one read the same. A value that holds a control character
+(NUL, ESC, a line break...: :mod:`pkgcat.ingest.text`) is a problem, on SQLite as
+on PostgreSQL, whatever its column.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 import orjson
 
 from pkgcat.ingest.errors import OperatorDataError
+from pkgcat.ingest.text import control_in_line
 
 DELIMITERS = (",", ";", "\t", "|")
 """The delimiters detected, in order of preference on a tie."""
@@ -66,6 +69,18 @@ class Table:
 
     rows: list[tuple[int, Row]]
     ignored: tuple[str, ...]
+
+
+def _kept(line: int, name: str, value: str, row: Row, problems: list[Problem]) -> None:
+    """Put ``value`` in ``row`` under ``name``; a problem too when it holds a control character.
+
+    Kept all the same, so the checks that follow do not call it missing: a file with a
+    problem is never written.
+    """
+    row[name] = value
+    control = control_in_line(value)
+    if control is not None:
+        problems.append(Problem(line, name, f"holds the control character {control}", "remove it"))
 
 
 def delimiter_name(delimiter: str) -> str:
@@ -161,10 +176,10 @@ def _csv_rows(
                     )
                 )
                 continue
-            row = {}
+            row: Row = {}
             for name, value in zip(header, values, strict=True):
                 if name in columns and (value := value.strip()):
-                    row[name] = value
+                    _kept(line, name, value, row, problems)
             yield line, row
 
     return rows(), ignored
@@ -213,7 +228,7 @@ def _jsonl_rows(
                     )
                 )
             elif text_value:
-                row[key] = text_value
+                _kept(line, key, text_value, row, problems)
         yield line, row
 
 

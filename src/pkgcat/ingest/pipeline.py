@@ -28,11 +28,13 @@ from pkgcat.config import DEFAULT_ARCHITECTURES
 from pkgcat.ingest.control import base_address, quiet_python_debian
 from pkgcat.ingest.depictions import DepictionMode, Depictions
 from pkgcat.ingest.errors import IngestError
-from pkgcat.ingest.fetch import http_client, is_address
+from pkgcat.ingest.fetch import fetcher, is_address
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.load import Loader, Outcome
 from pkgcat.ingest.repository import Repository, Selection, open_repository
 from pkgcat.ingest.versions import Preference
 from pkgcat.ingest.workers import default_jobs
+from pkgcat.net.fetcher import Policy
 from pkgcat.storage.writes.imports import (
     ImportPlan,
     SourceRow,
@@ -61,6 +63,10 @@ class ImportOptions:
     """Architecture preference for the record details shows."""
     jobs: int = field(default_factory=default_jobs)
     """Processes that parse a large index (:mod:`pkgcat.ingest.workers`)."""
+    fetch: Policy = field(default_factory=Policy)
+    """How addresses are fetched: which private ones are allowed (none by default), the timeout."""
+    limits: ImportLimits = field(default_factory=ImportLimits)
+    """The caps and deadlines of the import's files, stanzas and depictions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +170,14 @@ def _plan(
     progress: OnProgress | None,
 ) -> tuple[ImportPlan, Loader, Repository, Depictions, str, bool]:
     """Everything an import reads, network included, and the plan of its writes."""
-    with quiet_python_debian(), http_client() as client:
-        repo = open_repository(location, client, options.selection, verify=options.verify)
+    with quiet_python_debian(), fetcher(options.fetch) as client:
+        repo = open_repository(
+            location, client, options.selection, verify=options.verify, limits=options.limits
+        )
         published = repo.release.date if repo.release is not None else None
         state = read_source(engine, options.source)  # one short read; no lock is kept
         source, base_url, created = _source(options, repo, location, state.source)
-        depictions = Depictions(options.depictions, base_url, repo.reader, client)
+        depictions = Depictions(options.depictions, base_url, repo.reader, client, options.limits)
         loader = Loader(
             state,
             source,
@@ -181,6 +189,7 @@ def _plan(
             first_seen=min(now, published) if published else now,
             refresh=options.refresh,
             jobs=options.jobs,
+            limits=options.limits,
         )
         del state  # the loader keeps what it needs: the rest is freed before parsing
         for index in repo.indexes:

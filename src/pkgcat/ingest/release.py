@@ -17,6 +17,7 @@ from email.utils import parsedate_to_datetime
 from debian.deb822 import Release as Deb822Release
 
 from pkgcat.ingest.errors import ReleaseError, VerificationError
+from pkgcat.ingest.text import control_in_line
 
 HASHES: tuple[tuple[str, str], ...] = (
     ("SHA512", "sha512"),
@@ -54,6 +55,8 @@ class Release:
     components: tuple[str, ...] = ()
     files: dict[str, Listed] = field(default_factory=dict)
     """Listed files by path relative to the Release's directory."""
+    warnings: tuple[str, ...] = ()
+    """Fields left unused, and why."""
 
     def verify(self, path: str, data: bytes) -> str:
         """Check ``data`` against the entry for ``path``; the hash used, or ``""`` if none.
@@ -130,14 +133,25 @@ def parse_release(name: str, data: bytes) -> Release:
         raise ReleaseError(f"{name}: not a Release file ({error})") from None
     if not paragraph:
         raise ReleaseError(f"{name}: empty, or not a Release file")
+    warnings: list[str] = []
+
+    def text(field_name: str) -> str:
+        value = str(paragraph.get(field_name, "")).strip()
+        control = control_in_line(value)
+        if control is None:
+            return value
+        warnings.append(f"{name}: {field_name} holds the control character {control}; not used")
+        return ""
+
     return Release(
         name=name,
-        origin=str(paragraph.get("Origin", "")).strip(),
-        label=str(paragraph.get("Label", "")).strip(),
-        suite=str(paragraph.get("Suite", "")).strip(),
+        origin=text("Origin"),
+        label=text("Label"),
+        suite=text("Suite"),
         date=_date(paragraph.get("Date")),
         # "Architecture" (singular) is a common misspelling in jailbreak repositories.
         architectures=_words(paragraph, "Architectures", "Architecture"),
         components=_words(paragraph, "Components"),
         files=_files(name, paragraph),
+        warnings=tuple(warnings),
     )

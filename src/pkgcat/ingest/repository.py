@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from pkgcat.ingest.compression import EXTENSIONS, decompress
 from pkgcat.ingest.errors import FetchError, IngestError, VerificationError
 from pkgcat.ingest.fetch import DirectoryReader, HttpReader, Reader, is_address
+from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.release import Release, parse_release
+from pkgcat.net.fetcher import Fetcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,17 @@ class Repository:
     warnings: list[str] = field(default_factory=list)
     local_root: Path | None = None
     """The directory when LOCATION is on disk, else ``None``."""
+    limits: ImportLimits = field(default_factory=ImportLimits)
+
+    def read(self, path: str) -> bytes | None:
+        """A file of the repository, within the file cap and deadline."""
+        return self.reader.read(path, self.limits.file)
+
+    def index(self, name: str, raw: bytes, verified: str) -> Index:
+        """The index ``name`` decompressed, within the index cap."""
+        return Index(
+            name=name, data=decompress(name, raw, self.limits.index_bytes), verified=verified
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +73,13 @@ class Selection:
     architectures: tuple[str, ...] = ()
 
 
-def _read_release(reader: Reader, directory: str) -> Release | None:
+def _read_release(repo: Repository, directory: str) -> Release | None:
     for name in ("InRelease", "Release"):
-        data = reader.read(directory + name)
+        data = repo.read(directory + name)
         if data is not None:
-            return parse_release(directory + name, data)
+            release = parse_release(directory + name, data)
+            repo.warnings.extend(release.warnings)
+            return release
     return None
 
 
@@ -93,15 +106,13 @@ def _pick(
     listed = [name for name in names if release is not None and name in release.files]
     candidates = listed if listed and verify else listed + [n for n in names if n not in listed]
     for name in candidates:
-        raw = repo.reader.read(directory + name)
+        raw = repo.read(directory + name)
         if raw is None:
             continue
         verified = _verified(repo, release, name, raw, verify)
         if release is not None and release.files and name not in release.files:
             repo.warnings.append(f"{directory + name}: not listed in {release.name}, not verified")
-        return Index(
-            name=directory + name, data=decompress(directory + name, raw), verified=verified
-        )
+        return repo.index(directory + name, raw, verified)
     if listed:
         raise FetchError(
             f"{repo.reader.root}: none of the indexes {release.name if release else ''} "
@@ -120,7 +131,7 @@ def _dists(repo: Repository, selection: Selection, verify: bool) -> None:
             raise IngestError(f"{repo.reader.root}: give --suite to pick a suite of dists/{found}")
         suite = suites[0]
     directory = f"dists/{suite}/"
-    release = _read_release(repo.reader, directory)
+    release = _read_release(repo, directory)
     repo.release = release
     if release is None:
         repo.warnings.append(f"{directory}: no InRelease or Release, indexes not verified")
@@ -143,7 +154,12 @@ def _dists(repo: Repository, selection: Selection, verify: bool) -> None:
 
 
 def open_repository(
-    location: str, client: httpx.Client, selection: Selection, *, verify: bool = True
+    location: str,
+    client: Fetcher,
+    selection: Selection,
+    *,
+    verify: bool = True,
+    limits: ImportLimits | None = None,
 ) -> Repository:
     """Read LOCATION's Release and indexes; raise :class:`IngestError` when it cannot."""
     single: str | None = None
@@ -163,21 +179,23 @@ def open_repository(
             raise FetchError(f"{location}: no such file or directory")
         reader = DirectoryReader(target)
         local_root = target.resolve()
-    repo = Repository(reader=reader, release=None, local_root=local_root)
+    repo = Repository(
+        reader=reader, release=None, local_root=local_root, limits=limits or ImportLimits()
+    )
     if single is not None:
-        repo.release = _read_release(reader, "")
-        raw = reader.read(single)
+        repo.release = _read_release(repo, "")
+        raw = repo.read(single)
         if raw is None:
             raise FetchError(f"{location}: not found")
         verified = _verified(repo, repo.release, single, raw, verify)
         if repo.release is None:
             repo.warnings.append("no InRelease or Release beside the index: not verified")
-        repo.indexes.append(Index(name=single, data=decompress(single, raw), verified=verified))
+        repo.indexes.append(repo.index(single, raw, verified))
         return repo
     if selection.suite is not None:
         _dists(repo, selection, verify)
         return repo
-    repo.release = _read_release(reader, "")
+    repo.release = _read_release(repo, "")
     index = _pick(repo, repo.release, "", "Packages", verify)
     if index is not None:
         repo.indexes.append(index)

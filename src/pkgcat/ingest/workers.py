@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from pkgcat.ingest.control import Mapper, Record, Skip, quiet_python_debian
+from pkgcat.ingest.limits import ImportLimits
 
 PARALLEL_FROM = 20_000
 """Below this many stanzas to parse, starting workers costs more than it saves."""
@@ -46,12 +47,13 @@ def default_jobs() -> int:
 
 def _map(
     base_url: str,
+    limits: ImportLimits,
     slices: Sequence[Slice],
     indexes: Sequence[bytes] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Mapped]:
     data = _INDEXES if indexes is None else indexes
-    mapper = Mapper(base_url)
+    mapper = Mapper(base_url, limits)
     out: list[Mapped] = []
     with quiet_python_debian():
         for count, (index, start, end) in enumerate(slices, start=1):
@@ -66,6 +68,7 @@ def _map(
 
 def map_stanzas(
     base_url: str,
+    limits: ImportLimits,
     indexes: Sequence[bytes],
     slices: Sequence[Slice],
     jobs: int,
@@ -75,7 +78,7 @@ def map_stanzas(
     global _INDEXES
     forkable = "fork" in multiprocessing.get_all_start_methods()
     if jobs <= 1 or len(slices) < PARALLEL_FROM or not forkable:
-        return _map(base_url, slices, indexes, progress)
+        return _map(base_url, limits, slices, indexes, progress)
     own = -(-len(slices) // jobs)
     rest = slices[own:]
     # The workers' share goes in small tasks: their results travel back in small pickles.
@@ -86,8 +89,8 @@ def map_stanzas(
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context) as pool:
-            others = [pool.submit(_map, base_url, task) for task in tasks]
-            mapped = _map(base_url, slices[:own], indexes, scaled)
+            others = [pool.submit(_map, base_url, limits, task) for task in tasks]
+            mapped = _map(base_url, limits, slices[:own], indexes, scaled)
             for future in others:
                 mapped.extend(future.result())
     finally:
