@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from pkgcat.errors import MethodNotAllowed, NotReady, Unauthenticated, UnknownEndpoint
 from pkgcat.http import dashboard
@@ -72,9 +73,15 @@ log = logging.getLogger("pkgcat.http")
 
 
 def create_site(
-    on_shutdown: Callable[[], Awaitable[None]], ready: Readiness, metrics: Metrics | None = None
+    on_shutdown: Callable[[], Awaitable[None]],
+    ready: Readiness,
+    metrics: Metrics | None = None,
+    repository: ASGIApp | None = None,
 ) -> Starlette:
-    """The Starlette app; ``/metrics`` is served only when ``metrics`` is given."""
+    """The Starlette app; ``/metrics`` is served only when ``metrics`` is given.
+
+    ``repository``: the served APT repository's app, mounted at ``/repo``.
+    """
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
@@ -148,6 +155,7 @@ def create_site(
             Route("/readyz", readiness),
             # Off, /metrics is an unknown endpoint like any other.
             *([Route("/metrics", scrape)] if metrics is not None else []),
+            *([Mount("/repo", app=repository)] if repository is not None else []),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
