@@ -73,7 +73,13 @@ class RepositoryApp:
             return
         root = scope.get("root_path", "")
         path: str = scope["path"]
-        relative = unquote(path[len(root) :] if path.startswith(root) else path).lstrip("/")
+        # apt asks for ``./InRelease`` of a flat repository: dot segments are dropped.
+        parts = unquote(path[len(root) :] if path.startswith(root) else path).split("/")
+        if ".." in parts:
+            await _plain(send, 404, "not found")
+            return
+        relative = "/".join(part for part in parts if part not in ("", "."))
+        canonical = f"{root}/{relative}"
         if relative == "":
             await _plain(send, 200, _sources_line(scope, root))
             return
@@ -103,7 +109,7 @@ class RepositoryApp:
             return
         if entry.paid:
             query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-            refusal = await self._authorize(path, query)
+            refusal = await self._authorize(canonical, query)
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
