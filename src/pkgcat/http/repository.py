@@ -20,6 +20,7 @@ once expired or used. Each whole file sent is reported to ``on_download``.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from email.utils import format_datetime, parsedate_to_datetime
@@ -33,6 +34,8 @@ from pkgcat.http.asgi import matches
 from pkgcat.repository.grants import GrantRefused
 from pkgcat.repository.indexes import IndexFile, IndexSet, PoolEntry, entity_tag
 from pkgcat.repository.served import ServedRepository
+
+log = logging.getLogger("pkgcat.repository")
 
 DEB = "application/vnd.debian.binary-package"
 _POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
@@ -83,7 +86,13 @@ class RepositoryApp:
         if relative == "":
             await _plain(send, 200, _sources_line(scope, root))
             return
-        served = await self.served.current()
+        try:
+            served = await self.served.current()
+        except Exception:
+            # No index set yet, and the first build failed (the log has why): nothing to serve.
+            log.exception("the repository's indexes could not be built")
+            await _plain(send, 503, "the repository is not available; see the server's log")
+            return
         prefix, rest = "", relative
         if relative.startswith("sources/"):
             name, _, rest = relative.removeprefix("sources/").partition("/")
