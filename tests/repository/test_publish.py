@@ -146,3 +146,17 @@ def test_an_unknown_source_is_refused(pkgcat: Publisher, tmp_path: Path) -> None
     result = pkgcat("publish", str(build_deb(tmp_path)), "--source", "Nobody")
     assert result.exit_code == 1
     assert "no source named 'Nobody'" in result.output
+
+
+def test_a_source_with_published_files_is_deleted_only_with_them(
+    pkgcat: Publisher, tmp_path: Path, database_url: str
+) -> None:
+    assert (
+        pkgcat("publish", str(build_deb(tmp_path, "com.alpha.gone")), "--source", "Alpha").exit_code
+        == 0
+    )
+    refused = pkgcat("source", "delete", "Alpha")
+    assert refused.exit_code == 1
+    assert "1 published file" in refused.output
+    assert pkgcat("source", "delete", "Alpha", "--cascade").exit_code == 0
+    assert scalar(database_url, "SELECT count(*) FROM deb_files") == 0
