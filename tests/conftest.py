@@ -28,6 +28,7 @@ from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import upgrade
 from tests import factories as f
 from tests.backends import POSTGRES_VARIABLE, REDIS_VARIABLE, PostgresDatabases, service_url
+from tests.seaweed import S3Server, seaweedfs
 
 OPENAPI = openapi_document()
 
@@ -130,6 +131,13 @@ def postgres_databases() -> Iterator[PostgresDatabases]:
     databases = PostgresDatabases(service_url(POSTGRES_VARIABLE, "PostgreSQL"))
     yield databases
     databases.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3 server (SeaweedFS) on 127.0.0.1 for the session; tests keep to their own prefix."""
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
 
 
 @pytest.fixture

@@ -10,11 +10,13 @@ import gc
 
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
+from pkgcat.http.repository import RepositoryApp
 from pkgcat.http.routes import ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.repository.served import ServedRepository
 from pkgcat.services import CatalogueService, Clock, utc_now
-from pkgcat.storage.backends import database_unavailable, open_storage
+from pkgcat.storage.backends import database_unavailable, open_blobs, open_storage
 
 
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
@@ -43,12 +45,19 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         namespace=settings.rate_limit_namespace,
     )
 
+    served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
+
     async def close() -> None:
+        await served.close()
         await storage.close()
         await throttle.close()
 
     site = create_site(
-        on_shutdown=close, ready=storage.readiness, throttle=throttle, metrics=metrics
+        on_shutdown=close,
+        ready=storage.readiness,
+        throttle=throttle,
+        metrics=metrics,
+        repository=RepositoryApp(served),
     )
     return ApiApp(
         service,

@@ -203,6 +203,58 @@ class Settings(BaseSettings):
         Allowance.parse(value)  # a ValueError names the entry at fault
         return value
 
+    blob_dir: str | None = Field(
+        default=None,
+        description="Directory of the stored .deb files when no S3 bucket is set; default: `blobs` beside the SQLite file (on PostgreSQL: `./pkgcat-blobs`).",
+    )
+    s3_bucket: str | None = Field(
+        default=None,
+        description="S3 bucket of the stored .deb files (needs `pkgcat[s3]`); when set, it is used instead of the directory.",
+    )
+    s3_endpoint: str | None = Field(
+        default=None,
+        description="Address of an S3-compatible server (`https://s3.example.com`); unset: AWS S3 itself.",
+    )
+    s3_region: str = Field(default="us-east-1", description="Region of the S3 bucket.")
+    s3_prefix: str = Field(
+        default="", description="Prefix of every object pkgcat writes in the bucket (`pkgcat/`)."
+    )
+    s3_access_key_id: str | None = Field(
+        default=None, description="S3 access key id; unset: the usual AWS credential chain."
+    )
+    s3_secret_access_key: SecretStr | None = Field(
+        default=None, description="S3 secret access key (a secret: from the environment only)."
+    )
+    publish_max_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="Largest .deb file `pkgcat publish` accepts, in bytes.",
+    )
+    repository_passphrase: SecretStr | None = Field(
+        default=None,
+        description="Passphrase that seals the repository's OpenPGP signing keys and download-URL key in the database (16 characters or more); without it the repository is served unsigned.",
+    )
+    repository_url: str | None = Field(
+        default=None,
+        description="Public address of the served repository (`https://repo.example.com/repo/`): Sileo depiction links in its indexes; unset: none.",
+    )
+    repository_label: str = Field(
+        default="pkgcat",
+        min_length=1,
+        description="Origin and Label of the served repository's Release (its name in Cydia and Sileo).",
+    )
+    repository_valid_seconds: int = Field(
+        default=0,
+        ge=0,
+        description="When above 0, Release carries Valid-Until this many seconds ahead (UTC), re-signed at half of it; 0: no Valid-Until.",
+    )
+    download_url_seconds: int = Field(
+        default=120,
+        ge=10,
+        le=3600,
+        description="Lifetime of a signed, single-use download URL of a paid package, in seconds.",
+    )
+
     @field_validator("shape", mode="before")
     @classmethod
     def _upper_shape(cls, value: object) -> object:
@@ -239,6 +291,31 @@ class Settings(BaseSettings):
                 "a token needs at least 16 characters (openssl rand -hex 24 makes one)"
             )
         return value
+
+    @field_validator("repository_passphrase")
+    @classmethod
+    def _long_passphrase(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError(
+                "a passphrase needs at least 16 characters (openssl rand -hex 24 makes one)"
+            )
+        return value
+
+    @field_validator("s3_bucket")
+    @classmethod
+    def _s3_installed(cls, value: str | None) -> str | None:
+        if value is not None:
+            _require(("obstore",), "s3")
+        return value
+
+    @field_validator("repository_url")
+    @classmethod
+    def _repository_address(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "http://")):
+            raise ValueError(
+                f"{value!r} is not an http(s) address (https://repo.example.com/repo/)"
+            )
+        return value if value is None or value.endswith("/") else value + "/"
 
     @field_validator("database_url")
     @classmethod

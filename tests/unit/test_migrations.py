@@ -20,7 +20,8 @@ from tests.conftest import BACKENDS
 
 TABLES = {
     "sources", "packages", "applications", "secret_keys", "purchases", "usage_days",
-    "buyer_devices", "usage_operations", "api_secrets",
+    "buyer_devices", "usage_operations", "api_secrets", "deb_files", "repository_keys",
+    "download_grants",
 }  # fmt: skip
 
 
@@ -164,3 +165,29 @@ def test_undoing_0005_keeps_the_purchase_triggers(empty_url: str) -> None:
         " VALUES (1, 'source', 'ann', 'Completed', '1.00', '0.10', 'USD', 0, 't1', 'PayPal')",
     )
     assert generation(empty_url) > before
+
+
+def test_stored_files_and_signing_keys_move_the_generation_spent_grants_do_not(
+    empty_url: str,
+) -> None:
+    """The served indexes are rebuilt on the generation: files and keys change them, grants not."""
+    upgrade(empty_url)
+    execute(empty_url, "INSERT INTO sources (id, name, url, created_at) VALUES (1, 's', 'u', 0)")
+    steps = [
+        "INSERT INTO deb_files (sha256, source_id, package, version, architecture, size,"
+        " md5sum, sha1, sha512, control, stored_at)"
+        " VALUES ('aaaa', 1, 'p', '1.0', 'all', 1, '', '', '', '', 0)",
+        "UPDATE deb_files SET control = 'Package: p'",
+        "DELETE FROM deb_files",
+        "INSERT INTO repository_keys (fingerprint, public_key, sealed_key, created_at)"
+        " VALUES ('f', 'public', 'sealed', 0)",
+        "UPDATE repository_keys SET retired_at = 1",
+        "DELETE FROM repository_keys",
+    ]
+    for step in steps:
+        before = generation(empty_url)
+        execute(empty_url, step)
+        assert generation(empty_url) > before, step
+    before = generation(empty_url)
+    execute(empty_url, "INSERT INTO download_grants (grant_id, expires_at) VALUES ('g', 1)")
+    assert generation(empty_url) == before

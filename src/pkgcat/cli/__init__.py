@@ -42,6 +42,8 @@ COMMANDS: dict[str, _Entry] = {
     "import-purchases": _Entry("imports", "purchases_command", "Load purchases (buyers)."),
     "import-stats": _Entry("imports", "stats_command", "Set packages' download and vote counts."),
     "import-prices": _Entry("imports", "prices_command", "Set packages' prices."),
+    "publish": _Entry("publish", "publish_command", "Publish a .deb to the served repository."),
+    "repo": _Entry("repo", "app", "The served repository's signing keys."),
     "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),
 }
 """Every command, in the order ``pkgcat --help`` lists them."""

@@ -23,6 +23,15 @@ def init() -> None:
         highlight=False,
         soft_wrap=True,
     )
+    if settings.repository_passphrase is not None:  # else: `pkgcat repo key create` later
+        from pkgcat.cli.repo import make_key
+
+        made = make_key(settings)
+        stdout.print(
+            f"made the repository's signing key {made.fingerprint}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def migrate() -> None:

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+from starlette.types import ASGIApp, Scope
 
 from pkgcat.errors import (
     ApiError,
@@ -134,11 +134,13 @@ def create_site(
     ready: Readiness,
     throttle: AuthThrottle,
     metrics: Metrics | None = None,
+    repository: ASGIApp | None = None,
 ) -> Starlette:
     """The Starlette app; ``/metrics`` is served only when ``metrics`` is given.
 
     ``throttle`` counts a wrong metrics token as a failed authentication, as the API counts
-    a wrong key: a token is guessed no faster than a key."""
+    a wrong key: a token is guessed no faster than a key. ``repository``: the served APT
+    repository's app, mounted at ``/repo``."""
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
@@ -231,6 +233,7 @@ def create_site(
             Route("/readyz", readiness),
             # Off, /metrics is an unknown endpoint like any other.
             *([Route("/metrics", scrape)] if metrics is not None else []),
+            *([Mount("/repo", app=repository)] if repository is not None else []),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,

@@ -3,7 +3,8 @@
 ``PKGCAT_DATABASE_URL`` chooses the catalogue reader, its change feed and the
 usage counter (``sqlite:///...`` or ``postgresql://...``); ``PKGCAT_REDIS_URL``
 chooses the rate limiter (Redis, shared by every worker and host) over the
-in-process one. Nothing here opens a connection: each worker's backends
+in-process one; ``PKGCAT_S3_BUCKET`` the store of .deb files (S3) over a
+directory (``PKGCAT_BLOB_DIR``). Nothing here opens a connection: each worker's backends
 connect on first use, after the server has forked.
 """
 
@@ -13,10 +14,12 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from pkgcat.config import Settings
 from pkgcat.errors import NotReady
+from pkgcat.storage.blobs import BlobStore, DirectoryBlobs, default_blob_dir
 from pkgcat.storage.cache import CachedCatalogue, CachedUsage
 from pkgcat.storage.engine import backend_name
 from pkgcat.storage.interfaces import (
@@ -146,3 +149,21 @@ def open_storage(settings: Settings) -> Storage:
         counter=counter,
         pool_use=pool_use,
     )
+
+
+def open_blobs(settings: Settings) -> BlobStore:
+    """The store of .deb files the settings name: an S3 bucket when one is set, else a directory."""
+    if settings.s3_bucket is not None:
+        from pkgcat.storage.s3 import S3Blobs
+
+        secret = settings.s3_secret_access_key
+        return S3Blobs(
+            settings.s3_bucket,
+            endpoint=settings.s3_endpoint,
+            region=settings.s3_region,
+            prefix=settings.s3_prefix,
+            access_key_id=settings.s3_access_key_id,
+            secret_access_key=secret.get_secret_value() if secret is not None else None,
+        )
+    root = Path(settings.blob_dir) if settings.blob_dir else default_blob_dir(settings.database_url)
+    return DirectoryBlobs(root)

@@ -247,3 +247,42 @@ api_secrets = Table(
     Column("value", Text, nullable=False),
 )
 """Per-database secrets made by migration 0005 (``cursor_key``): every worker and host agrees."""
+
+deb_files = Table(
+    "deb_files",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False, index=True),
+    Column("package", String(255), nullable=False),
+    Column("version", String(255), nullable=False),
+    Column("architecture", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("md5sum", String(32), nullable=False),
+    Column("sha1", String(40), nullable=False),
+    Column("sha512", String(128), nullable=False),
+    # The control paragraph of the file, as the Packages index shows it (before Filename...).
+    Column("control", Text, nullable=False),
+    Column("stored_at", BigInteger, nullable=False),
+    UniqueConstraint("package", "version", "architecture", name="uq_deb_files_key"),
+)
+"""The .deb files held in the blob store, by SHA-256 (migration 0006); changes move the generation."""
+
+repository_keys = Table(
+    "repository_keys",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("public_key", Text, nullable=False),
+    # The secret key, sealed with PKGCAT_REPOSITORY_PASSPHRASE (OpenPGP password encryption).
+    Column("sealed_key", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("retired_at", BigInteger, nullable=True),
+)
+"""The keys that sign the served repository: every key not retired signs (migration 0006)."""
+
+download_grants = Table(
+    "download_grants",
+    metadata,
+    Column("grant_id", String(32), primary_key=True),
+    Column("expires_at", BigInteger, nullable=False, index=True),
+)
+"""Signed download URLs already used: each is honoured once, on every worker and host."""

@@ -7,7 +7,8 @@ What depends on what (:mod:`pkgcat.storage.schema`)::
            ├─ packages ──────── purchases of them
            ├─ purchases of the source itself
            ├─ buyers' registered devices
-           └─ imported package records
+           ├─ imported package records
+           └─ published .deb files
 
 A delete that would leave any of these behind is refused with an
 :class:`AdminError` naming each kind and how many. Cascading deletes them
@@ -51,6 +52,7 @@ _NOUNS = {
     "purchases": ("purchase", "purchases"),
     "buyer_devices": ("registered device", "registered devices"),
     "package_records": ("imported package record", "imported package records"),
+    "deb_files": ("published file", "published files"),
 }
 
 
@@ -101,6 +103,8 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
         ("buyer_devices", t.buyer_devices, t.buyer_devices.c.source_id == source_id),
         ("packages", t.packages, t.packages.c.source_id == source_id),
         ("package_records", t.package_records, t.package_records.c.source_id == source_id),
+        # Their rows only: the blobs stay in the store (content-addressed, harmless).
+        ("deb_files", t.deb_files, t.deb_files.c.source_id == source_id),
     ]
 
 
@@ -120,7 +124,7 @@ def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElem
 # with the usage days it splits, and is not named apart.
 _SOURCE_ORDER = (
     "applications", "keys", "usage_days", "packages", "purchases", "buyer_devices",
-    "package_records",
+    "package_records", "deb_files",
 )  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days")
 

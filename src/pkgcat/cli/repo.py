@@ -1,0 +1,132 @@
+"""``pkgcat repo``: the served repository's OpenPGP signing keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pkgcat.cli import group
+from pkgcat.cli._common import fail, load_settings, migrated, print_listing, stdout
+from pkgcat.cli._tables import Column, when
+from pkgcat.config import Settings
+from pkgcat.repository.keys import (
+    KeyInfo,
+    KeyProblem,
+    NoPassphrase,
+    create_key,
+    export_keys,
+    list_keys,
+    retire_key,
+)
+from pkgcat.storage.engine import engine_for
+
+app = group("repo")
+key_app = typer.Typer(
+    help="The keys that sign the repository's indexes.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(key_app, name="key")
+
+
+def make_key(settings: Settings) -> KeyInfo:
+    """A new signing key in the settings' database; :class:`KeyProblem` without a passphrase."""
+    passphrase = settings.repository_passphrase
+    if passphrase is None:
+        raise NoPassphrase
+    engine = engine_for(settings.database_url)
+    try:
+        return create_key(engine, passphrase.get_secret_value(), settings.repository_label)
+    finally:
+        engine.dispose()
+
+
+@key_app.command("create")
+def create() -> None:
+    """Make a signing key (sealed with PKGCAT_REPOSITORY_PASSPHRASE); every key not retired signs."""
+    settings = migrated(load_settings())
+    try:
+        made = make_key(settings)
+    except KeyProblem as error:
+        fail(str(error))
+    stdout.print(
+        f"signing key {made.fingerprint} created; clients need it: pkgcat repo key export",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@key_app.command("list")
+def list_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the keys, oldest first: the ones not retired sign."""
+    settings = migrated(load_settings())
+    engine = engine_for(settings.database_url)
+    try:
+        keys = list_keys(engine)
+    finally:
+        engine.dispose()
+    records = [
+        {
+            "fingerprint": key.fingerprint,
+            "user_id": key.user_id,
+            "signing": key.retired_at is None,
+            "created_at": when(key.created_at),
+            "retired_at": when(key.retired_at),
+        }
+        for key in keys
+    ]
+    print_listing(
+        [
+            Column("fingerprint", kind="identifier"),
+            Column("signing"),
+            Column("created_at", kind="time"),
+            Column("retired_at", kind="time"),
+        ],
+        records,
+        as_json,
+    )
+
+
+@key_app.command("retire")
+def retire(
+    fingerprint: Annotated[str, typer.Argument(help="The key's fingerprint (or a unique prefix).")],
+) -> None:
+    """Stop signing with a key, once clients know its successor; the last key cannot go."""
+    settings = migrated(load_settings())
+    engine = engine_for(settings.database_url)
+    try:
+        retired = retire_key(engine, fingerprint)
+    except KeyProblem as error:
+        fail(str(error))
+    finally:
+        engine.dispose()
+    stdout.print(
+        f"signing key {retired.fingerprint} retired: the next indexes are signed without it",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@key_app.command("export")
+def export(
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the public keys of every signing key, armored: the file apt's Signed-By names."""
+    settings = migrated(load_settings())
+    engine = engine_for(settings.database_url)
+    try:
+        armored = export_keys(engine)
+    except KeyProblem as error:
+        fail(str(error))
+    finally:
+        engine.dispose()
+    if output is None:
+        typer.echo(armored, nl=False)
+    else:
+        output.write_text(armored)

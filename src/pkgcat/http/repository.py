@@ -1,0 +1,314 @@
+"""The served APT repository under ``/repo/``: indexes, depictions, the icon, and .deb files.
+
+A plain ASGI app (mounted by the site), kept off Starlette's request objects:
+an index is a lookup in the worker's prebuilt set (bytes in memory, with their
+ETag and Last-Modified), so a request costs a dict lookup and two messages.
+
+Paths, under ``/repo/`` (the whole catalogue) and ``/repo/sources/NAME/`` (one
+source's packages): ``Packages[.gz|.xz|.bz2|.zst]``, ``Release``, ``InRelease``,
+``Release.gpg``, ``by-hash/ALGORITHM/DIGEST``, ``CydiaIcon.png``, ``key.asc``
+(the public signing keys), ``depictions/PACKAGE.json`` (Sileo), and the files,
+``pool/ab/DIGEST/NAME.deb``.
+
+A .deb of a free package is served to anyone, with Range requests (apt
+resumes); on the directory store by the server itself from the file
+(``http.response.pathsend`` where the server offers it). A paid package's file
+needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on use:
+402 without one, 403 for one that is not this server's for this file, 410
+once expired or used. Each whole file sent is reported to ``on_download``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from email.utils import format_datetime, parsedate_to_datetime
+from importlib.resources import files
+from urllib.parse import parse_qsl, unquote
+
+from starlette.responses import FileResponse
+from starlette.types import Message, Receive, Scope, Send
+
+from pkgcat.http.asgi import matches
+from pkgcat.repository.grants import GrantRefused
+from pkgcat.repository.indexes import IndexFile, IndexSet, PoolEntry, entity_tag
+from pkgcat.repository.served import ServedRepository
+
+log = logging.getLogger("pkgcat.repository")
+
+DEB = "application/vnd.debian.binary-package"
+_POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+INDEX_CACHE = "public, max-age=0, must-revalidate"
+"""Indexes change with the catalogue: a cache keeps them but asks again (ETag) before each use."""
+IMMUTABLE = "public, max-age=31536000, immutable"
+"""By-hash indexes and free .debs: the same path always names the same bytes."""
+
+DownloadHook = Callable[[PoolEntry], None]
+"""Told of each whole .deb file sent (not of partial ranges or HEAD requests)."""
+
+
+def ignore_download(_entry: PoolEntry) -> None:
+    """The download hook until downloads are counted: nothing is recorded yet."""
+
+
+def _icon() -> bytes:
+    return files("pkgcat.repository").joinpath("CydiaIcon.png").read_bytes()
+
+
+class RepositoryApp:
+    """ASGI app of the repository; mounted at ``/repo``."""
+
+    def __init__(
+        self, served: ServedRepository, on_download: DownloadHook = ignore_download
+    ) -> None:
+        self.served = served
+        self.on_download = on_download
+        icon = _icon()
+        self._icon = (icon, entity_tag(icon))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        method = scope["method"]
+        if method not in ("GET", "HEAD"):
+            await _plain(send, 405, "only GET and HEAD here", [(b"allow", b"GET, HEAD")])
+            return
+        root = scope.get("root_path", "")
+        path: str = scope["path"]
+        # apt asks for ``./InRelease`` of a flat repository: dot segments are dropped.
+        parts = unquote(path[len(root) :] if path.startswith(root) else path).split("/")
+        if ".." in parts:
+            await _plain(send, 404, "not found")
+            return
+        relative = "/".join(part for part in parts if part not in ("", "."))
+        canonical = f"{root}/{relative}"
+        if relative == "":
+            await _plain(send, 200, _sources_line(scope, root))
+            return
+        try:
+            served = await self.served.current()
+        except Exception:
+            # No index set yet, and the first build failed (the log has why): nothing to serve.
+            log.exception("the repository's indexes could not be built")
+            await _plain(send, 503, "the repository is not available; see the server's log")
+            return
+        prefix, rest = "", relative
+        if relative.startswith("sources/"):
+            name, _, rest = relative.removeprefix("sources/").partition("/")
+            prefix = f"sources/{name}/"
+            if f"{prefix}Release" not in served.files:
+                await _plain(send, 404, f"no repository of a source named {name!r} here")
+                return
+        headers = dict(scope["headers"])
+        if rest == "CydiaIcon.png":
+            body, tag = self._icon
+            await _index(send, method, headers, IndexFile(body, "image/png", tag, _EPOCH))
+            return
+        found = served.files.get(prefix + rest) if not rest.startswith("depictions/") else None
+        if found is None and rest.startswith("depictions/"):
+            found = served.files.get(rest)
+        if found is not None:
+            await _index(send, method, headers, found)
+            return
+        pool = _POOL.fullmatch(rest)
+        entry = _entry(served, pool, prefix)
+        if entry is None:
+            await _plain(send, 404, f"not found: /{relative}")
+            return
+        if entry.paid:
+            query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+            refusal = await self._authorize(canonical, query)
+            if refusal is not None:
+                await _plain(send, *refusal)
+                return
+        await self._deb(scope, receive, send, entry, headers)
+
+    async def _authorize(self, path: str, query: dict[str, str]) -> tuple[int, str] | None:
+        """None when a paid file may be sent, else (status, reason)."""
+        grants = await self.served.grants()
+        if grants is None:
+            return 402, "a paid package: downloads of paid packages are not enabled here"
+        try:
+            grant = grants.check(path, query, self.served.now())
+        except GrantRefused as refused:
+            status = (
+                402
+                if "needs a download URL" in str(refused)
+                else 410
+                if "expired" in str(refused)
+                else 403
+            )
+            return status, str(refused)
+        if not await self.served.spend(grant):
+            return 410, "this download URL has been used already; ask for a new one"
+        return None
+
+    async def _deb(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        entry: PoolEntry,
+        headers: dict[bytes, bytes],
+    ) -> None:
+        cache = "private, no-store" if entry.paid else IMMUTABLE
+        counted = self._counting(send, entry) if scope["method"] == "GET" else send
+        local = self.served.blobs.local_path(entry.sha256)
+        if local is not None:
+            response = FileResponse(
+                local,
+                media_type=DEB,
+                headers={"cache-control": cache, "etag": f'"{entry.sha256}"'},
+            )
+            await response(scope, receive, counted)
+            return
+        await self._stream(scope, counted, entry, headers, cache)
+
+    def _counting(self, send: Send, entry: PoolEntry) -> Send:
+        """``send``, telling the download hook once a whole file (status 200) has gone out."""
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            await send(message)
+            kind = message["type"]
+            if kind == "http.response.start":
+                status = message["status"]
+            elif status == 200 and (
+                kind == "http.response.pathsend"
+                or (kind == "http.response.body" and not message.get("more_body", False))
+            ):
+                self.on_download(entry)
+
+        return sending
+
+    async def _stream(
+        self, scope: Scope, send: Send, entry: PoolEntry, headers: dict[bytes, bytes], cache: str
+    ) -> None:
+        """A file of the object store, whole or one byte range, streamed through."""
+        size = entry.size
+        start, end, status = 0, size, 200
+        wanted = headers.get(b"range")
+        if wanted is not None:
+            parsed = _range(wanted.decode("latin-1"), size)
+            if parsed is None:
+                await _plain(
+                    send,
+                    416,
+                    "range not satisfiable",
+                    [(b"content-range", f"bytes */{size}".encode())],
+                )
+                return
+            if parsed != (0, size):
+                start, end, status = *parsed, 206
+        out = [
+            (b"content-type", DEB.encode()),
+            (b"content-length", str(end - start).encode()),
+            (b"accept-ranges", b"bytes"),
+            (b"etag", f'"{entry.sha256}"'.encode()),
+            (b"cache-control", cache.encode()),
+        ]
+        if status == 206:
+            out.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        if scope["method"] == "HEAD":
+            await send({"type": "http.response.body", "body": b""})
+            return
+        async for chunk in self.served.blobs.read(entry.sha256, start, end):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+_EPOCH = parsedate_to_datetime("Thu, 01 Jan 1970 00:00:00 GMT")
+
+
+def _entry(served: IndexSet, pool: re.Match[str] | None, prefix: str) -> PoolEntry | None:
+    """The served file a pool path names; only under its own source's repository or the whole one."""
+    if pool is None:
+        return None
+    entry = served.pool.get(pool[2])
+    if entry is None or pool[1] != entry.sha256[:2]:
+        return None
+    if prefix and prefix != f"sources/{entry.source}/":
+        return None
+    plain = entry.version.partition(":")[2] or entry.version
+    if pool[3] != f"{entry.package}_{plain}_{entry.architecture}.deb":
+        return None
+    return entry
+
+
+def _range(header: str, size: int) -> tuple[int, int] | None:
+    """One ``bytes=`` range as (start, end exclusive); the whole file for a form not handled;
+    None when it cannot be satisfied (RFC 9110 14.1.2)."""
+    found = _RANGE.fullmatch(header.strip())
+    if found is None or (not found[1] and not found[2]):
+        return 0, size  # several ranges, or another unit: the whole file, as 200
+    if not found[1]:
+        suffix = int(found[2])
+        return (max(size - suffix, 0), size) if suffix else None
+    start = int(found[1])
+    end = min(int(found[2]) + 1, size) if found[2] else size
+    if start >= size or end <= start:
+        return None
+    return start, end
+
+
+def _sources_line(scope: Scope, root: str) -> str:
+    host = dict(scope["headers"]).get(b"host", b"HOST").decode("latin-1")
+    scheme = scope.get("scheme", "http")
+    base = f"{scheme}://{host}{root}/"
+    return (
+        "pkgcat APT repository\n\n"
+        f"Whole catalogue:  deb [signed-by=/etc/apt/keyrings/pkgcat.asc] {base} ./\n"
+        f"One source:       deb [signed-by=/etc/apt/keyrings/pkgcat.asc] {base}sources/NAME/ ./\n"
+        f"Signing keys:     {base}key.asc\n"
+    )
+
+
+async def _plain(
+    send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = (text + "\n").encode()
+    headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *(extra or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _not_modified(headers: dict[bytes, bytes], index: IndexFile) -> bool:
+    """RFC 9110 13.1: If-None-Match decides when given; else If-Modified-Since (seconds)."""
+    if_none_match = headers.get(b"if-none-match")
+    if if_none_match is not None:
+        return matches(if_none_match, index.etag.encode())
+    since = headers.get(b"if-modified-since")
+    if since is None:
+        return False
+    try:
+        when = parsedate_to_datetime(since.decode("latin-1"))
+    except (TypeError, ValueError):
+        return False
+    return when.tzinfo is not None and int(index.modified.timestamp()) <= int(when.timestamp())
+
+
+async def _index(send: Send, method: str, headers: dict[bytes, bytes], index: IndexFile) -> None:
+    common = [
+        (b"etag", index.etag.encode()),
+        (b"last-modified", format_datetime(index.modified, usegmt=True).encode()),
+        (b"cache-control", (IMMUTABLE if index.immutable else INDEX_CACHE).encode()),
+    ]
+    if _not_modified(headers, index):
+        await send({"type": "http.response.start", "status": 304, "headers": common})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    out = [
+        (b"content-type", index.media_type.encode()),
+        (b"content-length", str(len(index.body)).encode()),
+        *common,
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": out})
+    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else index.body})

@@ -1,0 +1,1 @@
+"""The served APT repository: publishing .deb files, its indexes, keys and downloads."""

@@ -1,0 +1,246 @@
+"""The repository's index files, built whole from one snapshot of the catalogue.
+
+A build makes, for the whole catalogue (``/repo/``) and for each source with
+stored files (``/repo/sources/NAME/``), a flat repository (``deb URL ./``):
+
+- ``Packages``: one stanza per stored .deb of an online package, its control
+  paragraph followed by ``Filename``, ``Size`` and the four digests (and a
+  ``SileoDepiction`` link when the repository's address is set and the
+  package has none of its own); and ``Packages.gz``, ``.xz``, ``.bz2``,
+  ``.zst`` of it;
+- ``Release``: Origin, Label, Date, ``Valid-Until`` when set, ``Acquire-By-Hash:
+  yes``, and MD5Sum, SHA1, SHA256 and SHA512 of every index;
+- ``InRelease`` and ``Release.gpg``, signed by every signing key;
+- ``by-hash/ALGORITHM/DIGEST`` for every index, so a client never fetches an
+  index that a rebuild replaced between its Release and its index.
+
+Everything but the signatures is a function of the catalogue: the same
+snapshot gives the same bytes on every worker and host (compressors run with
+fixed settings and no time stamps; ``Date`` is the latest change to what the
+repository holds, not the time of the build), so a Release fetched from one
+worker and its Release.gpg from another agree.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import lzma
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import zstandard
+
+from pkgcat.repository.debs import pool_path
+from pkgcat.repository.depiction import depiction
+from pkgcat.storage.served import ServedFile, Snapshot
+
+COMPRESSIONS: dict[str, Callable[[bytes], bytes]] = {
+    "": lambda data: data,
+    ".gz": lambda data: gzip.compress(data, compresslevel=9, mtime=0),
+    ".xz": lambda data: lzma.compress(data, preset=6),
+    ".bz2": lambda data: bz2.compress(data, 9),
+    ".zst": lambda data: zstandard.ZstdCompressor(level=19).compress(data),
+}
+"""Each Packages file's suffix and compressor (deterministic: no names, no times)."""
+MEDIA_TYPES = {
+    "": "text/plain; charset=utf-8",
+    ".gz": "application/gzip",
+    ".xz": "application/x-xz",
+    ".bz2": "application/x-bzip2",
+    ".zst": "application/zstd",
+}
+HASHES = (("MD5Sum", "md5"), ("SHA1", "sha1"), ("SHA256", "sha256"), ("SHA512", "sha512"))
+"""Release's digest fields (and by-hash folders), with hashlib's names."""
+SIGNED = "application/pgp-signature"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFile:
+    body: bytes
+    media_type: str
+    etag: str
+    modified: datetime
+    immutable: bool = False
+    """Named by its digest (by-hash): the same path always has the same bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolEntry:
+    """A .deb a repository serves: where, what, and whether it needs a download grant."""
+
+    sha256: str
+    size: int
+    source: str
+    package: str
+    version: str
+    architecture: str
+    paid: bool
+
+
+@dataclass(slots=True)
+class IndexSet:
+    """Every file of every served repository, for one catalogue generation."""
+
+    generation: int
+    period: int
+    """The Valid-Until period it was signed for (0: none)."""
+    files: dict[str, IndexFile] = field(default_factory=dict)
+    """By path under /repo/: ``Packages.gz``, ``sources/NAME/InRelease``, ``by-hash/SHA256/...``."""
+    pool: dict[str, PoolEntry] = field(default_factory=dict)
+    """By SHA-256."""
+    signed: bool = False
+    carried: set[str] = field(default_factory=set)
+    """By-hash files kept from the set before (see :func:`carry_by_hash`)."""
+
+
+def entity_tag(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def stanza(file: ServedFile, depictions: str | None) -> str:
+    """A Packages stanza: the control paragraph, then what the repository says of the file."""
+    lines = [file.control]
+    if depictions and "\nsileodepiction:" not in "\n" + file.control.lower():
+        lines.append(f"SileoDepiction: {depictions}{file.package}.json")
+    lines += [
+        f"Filename: {pool_path(file.package, file.version, file.architecture, file.sha256)}",
+        f"Size: {file.size}",
+        f"MD5sum: {file.md5sum}",
+        f"SHA1: {file.sha1}",
+        f"SHA256: {file.sha256}",
+        f"SHA512: {file.sha512}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What every Release says of the repository."""
+
+    label: str
+    valid_seconds: int
+    depictions: str | None
+    """The public address of the depictions folder, or None."""
+
+
+def release_time(when: datetime) -> str:
+    """A Release time as Debian writes them: RFC 2822, in UTC, named ``UTC``."""
+    return format_datetime(when.astimezone(UTC), usegmt=True).replace(" GMT", " UTC")
+
+
+def _release(
+    identity: Identity, files: dict[str, bytes], date: datetime, architectures: Iterable[str]
+) -> bytes:
+    lines = [
+        f"Origin: {identity.label}",
+        f"Label: {identity.label}",
+        "Suite: stable",
+        "Codename: pkgcat",
+        "Version: 1.0",
+        f"Architectures: {' '.join(sorted(set(architectures))) or 'all'}",
+        "Components: main",
+        f"Description: {identity.label}",
+        f"Date: {release_time(date)}",
+    ]
+    if identity.valid_seconds:
+        until = datetime.fromtimestamp(date.timestamp() + identity.valid_seconds, UTC)
+        lines.append(f"Valid-Until: {release_time(until)}")
+    lines.append("Acquire-By-Hash: yes")
+    for field_name, algorithm in HASHES:
+        lines.append(f"{field_name}:")
+        for name, body in files.items():
+            digest = hashlib.new(algorithm, body).hexdigest()
+            lines.append(f" {digest} {len(body):>16} {name}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _repository(
+    prefix: str,
+    served: list[ServedFile],
+    identity: Identity,
+    date: datetime,
+    sign: Callable[[bytes], tuple[bytes, bytes]] | None,
+    out: dict[str, IndexFile],
+) -> None:
+    """One repository's files into ``out``, under ``prefix`` (``""`` or ``sources/NAME/``)."""
+    packages = "\n".join(stanza(file, identity.depictions) for file in served).encode()
+    indexes = {f"Packages{suffix}": compress(packages) for suffix, compress in COMPRESSIONS.items()}
+    architectures = {f.architecture for f in served if f.architecture != "all"}
+    release = _release(identity, indexes, date, architectures)
+    for name, body in indexes.items():
+        index = IndexFile(body, MEDIA_TYPES[name.removeprefix("Packages")], entity_tag(body), date)
+        out[prefix + name] = index
+        for field_name, algorithm in HASHES:
+            digest = hashlib.new(algorithm, body).hexdigest()
+            out[f"{prefix}by-hash/{field_name}/{digest}"] = IndexFile(
+                body, index.media_type, index.etag, date, immutable=True
+            )
+    out[prefix + "Release"] = IndexFile(release, MEDIA_TYPES[""], entity_tag(release), date)
+    if sign is not None:
+        inline, detached = sign(release)
+        out[prefix + "InRelease"] = IndexFile(inline, MEDIA_TYPES[""], entity_tag(inline), date)
+        out[prefix + "Release.gpg"] = IndexFile(detached, SIGNED, entity_tag(detached), date)
+
+
+def build(
+    snapshot: Snapshot,
+    identity: Identity,
+    sign: Callable[[bytes], tuple[bytes, bytes]] | None,
+    *,
+    period: int = 0,
+) -> IndexSet:
+    """Every repository's files from one snapshot; ``sign`` makes (InRelease, Release.gpg).
+
+    ``period``: the start (unix seconds) of the current Valid-Until period, a
+    floor under every Date so that a repository that has not changed is still
+    re-signed ahead of its expiry.
+    """
+    found = IndexSet(snapshot.generation, period, signed=sign is not None)
+    by_source: dict[str, list[ServedFile]] = {}
+    for file in snapshot.files:
+        by_source.setdefault(file.source, []).append(file)
+        found.pool[file.sha256] = PoolEntry(
+            file.sha256,
+            file.size,
+            file.source,
+            file.package,
+            file.version,
+            file.architecture,
+            file.paid,
+        )
+
+    def latest(files: list[ServedFile]) -> datetime:
+        changed = max(
+            [snapshot.keys_changed, period, *(max(f.stored_at, f.updated_at) for f in files)]
+        )
+        return datetime.fromtimestamp(changed, UTC)
+
+    _repository("", snapshot.files, identity, latest(snapshot.files), sign, found.files)
+    for source, files in by_source.items():
+        _repository(f"sources/{source}/", files, identity, latest(files), sign, found.files)
+    # One depiction per package: of the version details shows, else of its last file listed.
+    chosen: dict[str, ServedFile] = {}
+    for file in snapshot.files:
+        if file.package not in chosen or file.version == file.shown_version:
+            chosen[file.package] = file
+    for package, file in chosen.items():
+        body = depiction(file)
+        found.files[f"depictions/{package}.json"] = IndexFile(
+            body, "application/json", entity_tag(body), latest([file])
+        )
+    return found
+
+
+def carry_by_hash(new: IndexSet, old: IndexSet | None) -> None:
+    """Keep the previous set's own by-hash files, so that a client that read the previous
+    Release just before the rebuild still finds its indexes; older ones are let go."""
+    if old is None:
+        return
+    for name, index in old.files.items():
+        if index.immutable and name not in new.files and name not in old.carried:
+            new.files[name] = index
+            new.carried.add(name)

@@ -1,0 +1,120 @@
+"""Blobs in S3-compatible object storage, through obstore (``pip install 'pkgcat[s3]'``).
+
+Each blob is one object, ``PREFIX/sha256/ab/abcdef...``. A write is a single
+conditional PUT (``If-None-Match: *``, so an object once there is never
+overwritten by a racing write), sent with its SHA-256 checksum for the server
+to check in transit, and then read back and hashed: only an object whose bytes
+hash to its name is trusted. A write that finds the object there already
+verifies that copy instead, and replaces it only when it is wrong.
+
+S3 PUTs are atomic: no reader ever sees a partial object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import obstore
+from obstore.exceptions import AlreadyExistsError
+from obstore.store import S3Store
+
+from pkgcat.storage.blobs import CHUNK, BlobMismatch, blob_key, file_sha256
+
+
+class S3Blobs:
+    """Blobs as objects of one bucket."""
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        endpoint: str | None = None,
+        region: str = "us-east-1",
+        prefix: str = "",
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+    ) -> None:
+        credentials: dict[str, str] = {}
+        if access_key_id is not None and secret_access_key is not None:
+            credentials = {"access_key_id": access_key_id, "secret_access_key": secret_access_key}
+        self._store = S3Store(
+            bucket,
+            endpoint=endpoint,
+            region=region,
+            # Path-style addresses: what S3-compatible servers (SeaweedFS, MinIO...) all accept.
+            virtual_hosted_style_request=False,
+            checksum_algorithm="sha256",
+            client_options={"allow_http": bool(endpoint and endpoint.startswith("http://"))},
+            **credentials,  # type: ignore[arg-type]  # obstore's config is a TypedDict of many keys
+        )
+        self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.name = f"s3 bucket {bucket}" + (f" at {endpoint}" if endpoint else "")
+
+    def _key(self, digest: str) -> str:
+        return f"{self._prefix}sha256/{blob_key(digest)}"
+
+    def local_path(self, digest: str) -> Path | None:  # noqa: ARG002 - no object has a local file
+        return None
+
+    async def put(self, source: Path, digest: str) -> bool:
+        import anyio
+
+        found = await anyio.to_thread.run_sync(file_sha256, source)
+        if found != digest:
+            raise BlobMismatch(f"the file's SHA-256 is {found}, not {digest}")
+        key = self._key(digest)
+        try:
+            await obstore.put_async(self._store, key, source, mode="create")
+        except AlreadyExistsError:
+            if await self.verify(digest):
+                return False
+            # A wrong object under this name (written by hand, or damaged): replaced.
+            await obstore.put_async(self._store, key, source, mode="overwrite")
+        if not await self.verify(digest):
+            await self.delete(digest)
+            raise BlobMismatch(f"the object stored as {digest} does not hash to it")
+        return True
+
+    async def size(self, digest: str) -> int | None:
+        try:
+            meta = await obstore.head_async(self._store, self._key(digest))
+        except FileNotFoundError:
+            return None
+        return int(meta["size"])
+
+    async def verify(self, digest: str) -> bool:
+        hashed = hashlib.sha256()
+        try:
+            async for chunk in self.read(digest):
+                hashed.update(chunk)
+        except FileNotFoundError:
+            return False
+        return hashed.hexdigest() == digest
+
+    async def read(
+        self, digest: str, start: int = 0, end: int | None = None
+    ) -> AsyncIterator[bytes]:
+        if end is not None and end <= start:
+            return
+        options: dict[str, object] = {}
+        if start or end is not None:
+            # obstore's ranges end before ``end``; an open range is {"offset": start}.
+            options["range"] = (start, end) if end is not None else {"offset": start}
+        result = await obstore.get_async(
+            self._store,
+            self._key(digest),
+            options=options or None,  # type: ignore[arg-type]  # a GetOptions TypedDict
+        )
+        async for chunk in result.stream(min_chunk_size=CHUNK):
+            yield bytes(chunk)
+
+    async def delete(self, digest: str) -> None:
+        try:
+            await obstore.delete_async(self._store, self._key(digest))
+        except FileNotFoundError:
+            return
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,146 @@
+"""What the served repository reads from the catalogue, and the spent download grants.
+
+One read builds every index: the stored .deb files of online packages, with
+their package's catalogue fields (for the paid rule and the depictions), in
+one snapshot. Not a seam of the request path: the indexes are rebuilt off it,
+in a thread, through SQLAlchemy Core (the same statements on both databases).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from pkgcat.storage import schema as t
+
+
+@dataclass(frozen=True, slots=True)
+class ServedFile:
+    """A stored .deb of an online package, with what its indexes and depiction show."""
+
+    sha256: str
+    source: str
+    package: str
+    version: str
+    architecture: str
+    size: int
+    md5sum: str
+    sha1: str
+    sha512: str
+    control: str
+    stored_at: int
+    paid: bool
+    """Not free by the catalogue's rule (:attr:`pkgcat.domain.Package.is_free`)."""
+    name: str
+    description: str
+    long_description: str
+    author: str
+    section: str
+    shown_version: str
+    """The version details shows (the package's best record)."""
+    price: str | None
+    currency: str
+    screenshots: str
+    updated_at: int
+
+
+def _paid(price: str | None, commercial: bool) -> bool:
+    """Free is a known price of zero, or no price and not tagged commercial (``Package.is_free``)."""
+    return bool(commercial) if price is None else Decimal(price) != 0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    generation: int
+    files: list[ServedFile]
+    keys_changed: int
+    """The latest creation or retirement of a signing key (0: none)."""
+
+
+def read_served(engine: Engine) -> Snapshot:
+    """Every served file, by package, version and architecture, and the generation, in one snapshot."""
+    d, p, s, k = t.deb_files, t.packages, t.sources, t.repository_keys
+    query = (
+        select(
+            d.c.sha256,
+            s.c.name.label("source"),
+            d.c.package,
+            d.c.version,
+            d.c.architecture,
+            d.c.size,
+            d.c.md5sum,
+            d.c.sha1,
+            d.c.sha512,
+            d.c.control,
+            d.c.stored_at,
+            p.c.price,
+            p.c.commercial,
+            p.c.name,
+            p.c.description,
+            p.c.long_description,
+            p.c.author,
+            p.c.section,
+            p.c.version.label("shown_version"),
+            p.c.currency,
+            p.c.screenshots,
+            p.c.updated_at,
+        )
+        .join(p, (p.c.package == d.c.package) & (p.c.source_id == d.c.source_id))
+        .join(s, s.c.id == d.c.source_id)
+        .where(p.c.online.is_(True))
+        .order_by(d.c.package, d.c.version, d.c.architecture)
+    )
+    with engine.connect() as db, db.begin():
+        generation = db.execute(select(t.catalogue_generation.c.value)).scalar_one()
+        rows = db.execute(query).all()
+        keys_changed = db.execute(
+            select(func.max(func.coalesce(k.c.retired_at, k.c.created_at)))
+        ).scalar()
+    files = [
+        ServedFile(
+            sha256=row.sha256,
+            source=row.source,
+            package=row.package,
+            version=row.version,
+            architecture=row.architecture,
+            size=row.size,
+            md5sum=row.md5sum,
+            sha1=row.sha1,
+            sha512=row.sha512,
+            control=row.control,
+            stored_at=row.stored_at,
+            paid=_paid(row.price, row.commercial),
+            name=row.name,
+            description=row.description,
+            long_description=row.long_description,
+            author=row.author,
+            section=row.section,
+            shown_version=row.shown_version,
+            price=row.price,
+            currency=row.currency,
+            screenshots=row.screenshots,
+            updated_at=row.updated_at,
+        )
+        for row in rows
+    ]
+    return Snapshot(int(generation), files, int(keys_changed or 0))
+
+
+def spend_grant(engine: Engine, grant_id: str, expires_at: int, now: int) -> bool:
+    """Record a download grant as used; False when it was used already (by any process).
+
+    The primary key decides: of two requests with the same grant, on any worker
+    or host, exactly one inserts the row. Grants expired for a day are purged
+    on the way, so the table holds about a day of downloads of paid packages.
+    """
+    g = t.download_grants
+    try:
+        with engine.begin() as db:
+            db.execute(insert(g).values(grant_id=grant_id, expires_at=expires_at))
+            db.execute(delete(g).where(g.c.expires_at < now - 86_400))
+    except IntegrityError:
+        return False
+    return True

@@ -1,0 +1,203 @@
+"""Debian's own apt-get against a real `pkgcat serve`: the judge of the served repository.
+
+apt runs in a private root (``-o Dir::...``: its own lists, cache, status file
+and sources list, the repository's exported key as ``signed-by``), as root
+without its sandbox user, so nothing of the machine's own apt is read or
+changed. It runs on SQLite with the directory store, and on PostgreSQL with
+the .deb files in SeaweedFS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pysequoia as pgp
+import pytest
+
+from tests.backends import unavailable
+from tests.debs import build_deb
+from tests.seaweed import S3Server
+from tests.servers import PKGCAT, Served, environment, serving
+
+ARCH = "iphoneos-arm64"
+PASSPHRASE = "an apt test passphrase, long enough"
+
+pytestmark = pytest.mark.server
+
+
+def pkgcat(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([PKGCAT, *args], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(params=("sqlite-directory", "postgres-s3"))
+def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Served, Path]]:
+    """A served repository with a free and a paid package; the server and the exported key."""
+    if shutil.which("apt-get") is None:
+        unavailable("the apt tests need Debian's apt-get")
+    settings: dict[str, str] = {"repository_passphrase": PASSPHRASE}
+    if request.param == "postgres-s3":
+        database_url: str = request.getfixturevalue("postgres_url")
+        server: S3Server = request.getfixturevalue("s3_server")
+        settings |= server.settings(f"apt-{tmp_path.name}")
+    else:
+        database_url = f"sqlite:///{tmp_path / 'repo.db'}"
+        settings["blob_dir"] = str(tmp_path / "blobs")
+    env = environment(database_url, **settings)
+    if request.param == "postgres-s3":
+        pkgcat(env, "repo", "key", "create")
+    else:
+        assert "signing key" in pkgcat(env, "init")  # init makes the key when it can seal it
+    pkgcat(env, "source", "add", "Alpha", "--url", "https://alpha.example/")
+    for deb in (
+        build_deb(tmp_path, "com.alpha.tool", "1.2-1", ARCH, payload="tool"),
+        build_deb(tmp_path, "com.alpha.paid", "1.0", ARCH, Tag="cydia::commercial"),
+    ):
+        pkgcat(env, "publish", str(deb), "--source", "Alpha")
+    key = tmp_path / "pkgcat.asc"
+    pkgcat(env, "repo", "key", "export", "--output", str(key))
+    with serving(env, tmp_path / "server.log") as served:
+        yield served, key
+
+
+class Apt:
+    """apt-get in a root of its own."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        for folder in ("etc/sources.list.d", "etc/preferences.d", "etc/trusted.gpg.d",
+                       "state/lists/partial", "cache/archives/partial", "downloads"):  # fmt: skip
+            (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / "status").write_text("")
+
+    def source(self, url: str, key: Path) -> None:
+        (self.root / "etc/sources.list").write_text(f"deb [signed-by={key}] {url} ./\n")
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        root = self.root
+        options = {
+            "Dir": str(root),
+            "Dir::State": str(root / "state"),
+            "Dir::State::status": str(root / "status"),
+            "Dir::Cache": str(root / "cache"),
+            "Dir::Etc": str(root / "etc"),
+            "Dir::Etc::sourcelist": str(root / "etc/sources.list"),
+            "Dir::Etc::sourceparts": str(root / "etc/sources.list.d"),
+            "Dir::Etc::trusted": str(root / "etc/trusted.gpg"),
+            "Dir::Etc::trustedparts": str(root / "etc/trusted.gpg.d"),
+            "Dir::Etc::preferencesparts": str(root / "etc/preferences.d"),
+            "Dir::Log": str(root),
+            "APT::Architecture": ARCH,
+            "APT::Architectures": ARCH,
+            "APT::Sandbox::User": "root",
+            "Debug::NoLocking": "1",
+            "Acquire::Languages": "none",
+            "Acquire::Retries": "0",
+            "Acquire::http::Proxy": "DIRECT",
+        }
+        command = ["apt-get", "-q", *(f"-o{k}={v}" for k, v in options.items()), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, cwd=root / "downloads", timeout=120
+        )
+
+
+def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
+    repository: tuple[Served, Path], tmp_path: Path
+) -> None:
+    served, key = repository
+    apt = Apt(tmp_path / "apt")
+    apt.source(f"{served.base}/repo/", key)
+    update = apt.run("update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    assert "W:" not in update.stderr, update.stderr
+    assert "E:" not in update.stderr, update.stderr
+    download = apt.run("download", "com.alpha.tool")
+    assert download.returncode == 0, download.stdout + download.stderr
+    [fetched] = (apt.root / "downloads").glob("com.alpha.tool_*.deb")
+    served_bytes = httpx.get(f"{served.base}/repo/Packages").text
+    [stanza] = [s for s in served_bytes.split("\n\n") if "Package: com.alpha.tool" in s]
+    assert f"SHA256: {hashlib.sha256(fetched.read_bytes()).hexdigest()}" in stanza
+    served.log.flush()
+    log = Path(served.log.name).read_text()
+    assert re.search(r"GET /repo/(\./)?InRelease - status=200", log), log
+    # apt took the index by hash (by its strongest digest), never by name.
+    assert re.search(r"GET /repo/(\./)?by-hash/SHA512/[0-9a-f]{128} - status=200", log), log
+    assert not re.search(r"GET /repo/(\./)?Packages", log.split("GET /repo/Packages - status")[0])
+
+
+def test_apt_cannot_download_a_paid_package_without_a_url(
+    repository: tuple[Served, Path], tmp_path: Path
+) -> None:
+    served, key = repository
+    apt = Apt(tmp_path / "apt")
+    apt.source(f"{served.base}/repo/sources/Alpha/", key)
+    assert apt.run("update").returncode == 0
+    paid = apt.run("download", "com.alpha.paid")
+    assert paid.returncode != 0
+    assert "402" in paid.stdout + paid.stderr
+
+
+def test_apt_refuses_a_repository_signed_by_another_key(
+    repository: tuple[Served, Path], tmp_path: Path
+) -> None:
+    served, _ = repository
+    stranger = tmp_path / "stranger.asc"
+    stranger.write_text(str(pgp.Tsk.generate("someone else").extract_certificate()))
+    apt = Apt(tmp_path / "apt")
+    apt.source(f"{served.base}/repo/", stranger)
+    update = apt.run("update")
+    assert update.returncode != 0
+    assert "NO_PUBKEY" in update.stderr or "not signed" in update.stderr, update.stderr
+    assert not list((apt.root / "state/lists").glob("*Packages*"))
+
+
+@contextmanager
+def tampering(upstream: str) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 passing requests to ``upstream``, with every index damaged."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            answer = httpx.get(upstream + self.path)
+            body = answer.content
+            if answer.status_code == 200 and ("Packages" in self.path or "by-hash" in self.path):
+                body = body[:-1] + bytes(
+                    [body[-1] ^ 0xFF]
+                )  # one bit of one byte, and its size kept
+            self.send_response(answer.status_code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_apt_refuses_a_tampered_index(repository: tuple[Served, Path], tmp_path: Path) -> None:
+    served, key = repository
+    with tampering(served.base) as address:
+        apt = Apt(tmp_path / "apt")
+        apt.source(f"{address}/repo/", key)
+        update = apt.run("update")
+    assert update.returncode != 0
+    assert "Hash Sum mismatch" in update.stderr or "hash" in update.stderr.lower(), update.stderr
+    assert apt.run("download", "com.alpha.tool").returncode != 0

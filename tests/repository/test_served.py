@@ -1,0 +1,381 @@
+"""The served repository in-process: indexes, hashes, signatures, conditional requests, downloads."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import json
+import lzma
+import secrets
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from email.utils import format_datetime, parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pysequoia as pgp
+import pytest
+import zstandard
+from debian.deb822 import Deb822, Release
+
+from pkgcat.repository.grants import Grants
+from pkgcat.repository.keys import download_key
+from pkgcat.storage.engine import engine_for
+from tests.backends import unavailable
+from tests.conftest import Api, AppFactory
+from tests.debs import build_deb
+from tests.repository.conftest import Publisher
+from tests.seaweed import S3Server
+
+DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
+    "Packages": lambda data: data,
+    "Packages.gz": gzip.decompress,
+    "Packages.xz": lzma.decompress,
+    "Packages.bz2": bz2.decompress,
+    "Packages.zst": lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data),
+}
+PASSPHRASE = "a test passphrase of some length"
+
+
+@pytest.fixture
+def published(pkgcat: Publisher, tmp_path: Path) -> dict[str, Path]:
+    """A signing key and four files: free, paid, another source's and an offline package's."""
+    assert pkgcat("repo", "key", "create").exit_code == 0
+    files = {
+        "free": build_deb(tmp_path, "com.alpha.free", "1.0", "iphoneos-arm64", Tag="role::enduser"),
+        "new": build_deb(tmp_path, "com.alpha.new", "0.1", "all", payload="x" * 3000),
+        "paid": build_deb(tmp_path, "com.alpha.paid", "2.0", "iphoneos-arm64"),
+        "beta": build_deb(tmp_path, "com.beta.paid", "3.0", "iphoneos-arm"),
+        "offline": build_deb(tmp_path, "com.alpha.offline", "1.0", "all"),
+    }
+    sources = {"beta": "Beta"}
+    for name, path in files.items():
+        result = pkgcat("publish", str(path), "--source", sources.get(name, "Alpha"))
+        assert result.exit_code == 0, result.output
+    return files
+
+
+def _offline(database_url: str) -> None:
+    engine = engine_for(database_url)
+    try:
+        with engine.begin() as db:
+            from sqlalchemy import text
+
+            db.execute(
+                text("UPDATE packages SET online = false WHERE package = 'com.alpha.offline'")
+            )
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def repo(make_api: AppFactory, published: dict[str, Path], cli_env: dict[str, str]) -> Api:
+    _offline(cli_env["PKGCAT_DATABASE_URL"])
+    return make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"], repository_passphrase=PASSPHRASE)
+
+
+def fetch(api: Api, path: str, **headers: str) -> httpx.Response:
+    response: httpx.Response = api.http.get(path, headers=headers)
+    return response
+
+
+def stanzas(packages: bytes) -> list[Deb822]:
+    return list(Deb822.iter_paragraphs(packages.decode().splitlines(keepends=True)))
+
+
+def test_release_lists_every_index_with_four_digests_and_by_hash_serves_each(repo: Api) -> None:
+    release = Release(fetch(repo, "/repo/Release").text)
+    assert release["Acquire-By-Hash"] == "yes"
+    assert "Valid-Until" not in release
+    packages = fetch(repo, "/repo/Packages").content
+    for name, decompress in DECOMPRESS.items():
+        body = fetch(repo, f"/repo/{name}").content
+        assert decompress(body) == packages
+        for field, algorithm in (
+            ("MD5Sum", "md5"),
+            ("SHA1", "sha1"),
+            ("SHA256", "sha256"),
+            ("SHA512", "sha512"),
+        ):
+            [listed] = [e for e in release[field] if e["name"] == name]
+            digest = hashlib.new(algorithm, body).hexdigest()
+            assert listed[field.lower() if field != "MD5Sum" else "md5sum"] == digest
+            assert int(listed["size"]) == len(body)
+            assert fetch(repo, f"/repo/by-hash/{field}/{digest}").content == body
+
+
+def test_packages_lists_online_stored_files_with_their_digests(
+    repo: Api, published: dict[str, Path]
+) -> None:
+    listed = {s["Package"]: s for s in stanzas(fetch(repo, "/repo/Packages").content)}
+    assert set(listed) == {"com.alpha.free", "com.alpha.new", "com.alpha.paid", "com.beta.paid"}
+    free = listed["com.alpha.free"]
+    data = published["free"].read_bytes()
+    assert free["Tag"] == "role::enduser"
+    assert int(free["Size"]) == len(data)
+    assert free["SHA256"] == hashlib.sha256(data).hexdigest()
+    assert free["SHA512"] == hashlib.sha512(data).hexdigest()
+    download = fetch(repo, f"/repo/{free['Filename']}")
+    assert download.status_code == 200
+    assert download.content == data
+    assert download.headers["content-type"] == "application/vnd.debian.binary-package"
+
+
+def test_each_source_has_a_repository_of_its_own(repo: Api) -> None:
+    beta = stanzas(fetch(repo, "/repo/sources/Beta/Packages").content)
+    assert [s["Package"] for s in beta] == ["com.beta.paid"]
+    assert fetch(repo, "/repo/sources/Beta/InRelease").text.startswith("-----BEGIN PGP SIGNED")
+    assert fetch(repo, "/repo/sources/Nobody/Packages").status_code == 404
+    # A file is served under its own source's repository, not another's.
+    alpha = {s["Package"]: s for s in stanzas(fetch(repo, "/repo/sources/Alpha/Packages").content)}
+    path = alpha["com.alpha.free"]["Filename"]
+    assert fetch(repo, f"/repo/sources/Alpha/{path}").status_code == 200
+    assert fetch(repo, f"/repo/sources/Beta/{path}").status_code == 404
+
+
+def gpgv(keyring: Path, *files: Path) -> subprocess.CompletedProcess[str]:
+    if shutil.which("gpgv") is None:
+        unavailable("checking signatures needs gpgv (Debian's gpgv package)")
+    return subprocess.run(
+        ["gpgv", "--keyring", str(keyring), *map(str, files)], capture_output=True, text=True
+    )
+
+
+def dearmored(armored: str, tmp_path: Path, name: str = "keys.gpg") -> Path:
+    """An armored key block as the binary keyring gpgv reads."""
+    path = tmp_path / name
+    path.write_bytes(b"".join(bytes(c) for c in pgp.Cert.split_bytes(armored.encode())))
+    return path
+
+
+def test_inrelease_and_release_gpg_verify_with_the_exported_key(
+    repo: Api, pkgcat: Publisher, tmp_path: Path
+) -> None:
+    exported = pkgcat("repo", "key", "export")
+    assert exported.exit_code == 0
+    assert exported.output.startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    keyring = dearmored(exported.output, tmp_path)
+    (tmp_path / "InRelease").write_bytes(fetch(repo, "/repo/InRelease").content)
+    (tmp_path / "Release").write_bytes(fetch(repo, "/repo/Release").content)
+    (tmp_path / "Release.gpg").write_bytes(fetch(repo, "/repo/Release.gpg").content)
+    assert gpgv(keyring, tmp_path / "InRelease").returncode == 0
+    assert gpgv(keyring, tmp_path / "Release.gpg", tmp_path / "Release").returncode == 0
+    assert fetch(repo, "/repo/key.asc").text == exported.output
+    # The text InRelease signs is Release itself.
+    inline = (tmp_path / "InRelease").read_text()
+    assert (tmp_path / "Release").read_text() in inline
+
+
+def test_a_key_rotation_signs_with_both_until_the_old_one_retires(
+    make_api: AppFactory,
+    published: dict[str, Path],
+    pkgcat: Publisher,
+    cli_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    old = dearmored(pkgcat("repo", "key", "export").output, tmp_path, "old.gpg")
+    assert pkgcat("repo", "key", "create").exit_code == 0
+    keys = json.loads(pkgcat("repo", "key", "list", "--json").output)
+    first, second = (key["fingerprint"] for key in keys)
+    both = dearmored(pkgcat("repo", "key", "export").output, tmp_path, "both.gpg")
+    new = tmp_path / "new.gpg"
+    new.write_bytes(
+        b"".join(
+            bytes(c) for c in pgp.Cert.split_bytes(both.read_bytes()) if c.fingerprint == second
+        )
+    )
+    api = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"], repository_passphrase=PASSPHRASE)
+    inline = tmp_path / "InRelease"
+    inline.write_bytes(fetch(api, "/repo/InRelease").content)
+    # A client with only the old key, and one with only the new key, both find a good signature.
+    assert "Good signature" in gpgv(old, inline).stderr
+    assert "Good signature" in gpgv(new, inline).stderr
+
+    refused = pkgcat("repo", "key", "retire", second)
+    assert refused.exit_code == 0, refused.output
+    last = pkgcat("repo", "key", "retire", first[:12])
+    assert last.exit_code == 1
+    assert "only signing key" in last.output
+
+    def signed_by_first_only() -> bool:
+        inline.write_bytes(fetch(api, "/repo/InRelease").content)
+        return "Good signature" not in gpgv(new, inline).stderr
+
+    wait_for(signed_by_first_only, "indexes signed without the retired key")
+    assert "Good signature" in gpgv(old, inline).stderr
+
+
+def test_indexes_answer_conditional_requests(repo: Api) -> None:
+    first = fetch(repo, "/repo/InRelease")
+    etag, modified = first.headers["etag"], first.headers["last-modified"]
+    assert fetch(repo, "/repo/InRelease", **{"If-None-Match": etag}).status_code == 304
+    assert fetch(repo, "/repo/InRelease", **{"If-Modified-Since": modified}).status_code == 304
+    earlier = format_datetime(parsedate_to_datetime(modified) - timedelta(seconds=60), usegmt=True)
+    assert fetch(repo, "/repo/InRelease", **{"If-Modified-Since": earlier}).status_code == 200
+    assert fetch(repo, "/repo/Packages.gz", **{"If-None-Match": '"other"'}).status_code == 200
+
+
+def wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not check():
+        assert time.monotonic() < deadline, f"{what}: not within 10 s"
+        time.sleep(0.05)  # polling for the rebuild, not timing it
+
+
+def test_a_publish_is_served_after_a_rebuild_and_old_by_hash_files_stay(
+    repo: Api, pkgcat: Publisher, tmp_path: Path
+) -> None:
+    before = Release(fetch(repo, "/repo/Release").text)
+    [old] = [e for e in before["SHA256"] if e["name"] == "Packages.gz"]
+    deb = build_deb(tmp_path, "com.alpha.later", "1.0")
+    assert pkgcat("publish", str(deb), "--source", "Alpha").exit_code == 0
+
+    def listed() -> bool:
+        return b"com.alpha.later" in fetch(repo, "/repo/Packages").content
+
+    wait_for(listed, "the new package in Packages")
+    assert fetch(repo, f"/repo/by-hash/SHA256/{old['sha256']}").status_code == 200
+    after = Release(fetch(repo, "/repo/Release").text)
+    assert parsedate_to_datetime(after["Date"]) >= parsedate_to_datetime(before["Date"])
+
+
+def test_valid_until_is_set_in_utc_when_configured(
+    make_api: AppFactory, published: dict[str, Path], cli_env: dict[str, str]
+) -> None:
+    api = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        repository_passphrase=PASSPHRASE,
+        repository_valid_seconds=7 * 86400,
+    )
+    release = Release(fetch(api, "/repo/Release").text)
+    date = parsedate_to_datetime(release["Date"])
+    until = parsedate_to_datetime(release["Valid-Until"])
+    assert release["Valid-Until"].endswith(" UTC")
+    assert (until - date).total_seconds() == 7 * 86400
+    assert until.timestamp() > time.time() + 3 * 86400
+
+
+def test_sileo_depiction_and_icon(
+    make_api: AppFactory, published: dict[str, Path], cli_env: dict[str, str]
+) -> None:
+    api = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        repository_passphrase=PASSPHRASE,
+        repository_url="https://repo.example/repo/",
+    )
+    listed = {s["Package"]: s for s in stanzas(fetch(api, "/repo/Packages").content)}
+    link = listed["com.alpha.new"]["SileoDepiction"]
+    assert link == "https://repo.example/repo/depictions/com.alpha.new.json"
+    depiction = fetch(api, "/repo/depictions/com.alpha.new.json").json()
+    assert depiction["class"] == "DepictionTabView"
+    views = depiction["tabs"][0]["views"]
+    assert {"class": "DepictionTableTextView", "title": "Version", "text": "0.1"} in views
+    icon = fetch(api, "/repo/CydiaIcon.png")
+    assert icon.headers["content-type"] == "image/png"
+    assert icon.content.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def _store_settings(request: pytest.FixtureRequest, cli_env: dict[str, str]) -> dict[str, Any]:
+    if request.param == "s3":
+        server: S3Server = request.getfixturevalue("s3_server")
+        return server.settings(f"test-{uuid.uuid4().hex}")
+    return {"blob_dir": cli_env["PKGCAT_BLOB_DIR"]}
+
+
+@pytest.fixture(params=("directory", "s3"))
+def store_api(
+    request: pytest.FixtureRequest,
+    make_api: AppFactory,
+    pkgcat: Publisher,
+    cli_env: dict[str, str],
+    tmp_path: Path,
+) -> tuple[Api, dict[str, Path], list[str]]:
+    """Free and paid files published to the directory store or to S3, served; the hook's reports."""
+    store = _store_settings(request, cli_env)
+    for name in ("PKGCAT_BLOB_DIR",):
+        cli_env.pop(name, None)
+    cli_env.update({f"PKGCAT_{k.upper()}": v for k, v in store.items()})
+    assert pkgcat("repo", "key", "create").exit_code == 0
+    files = {
+        "free": build_deb(tmp_path, "com.alpha.free", "1.0", payload=secrets.token_hex(40_000)),
+        "paid": build_deb(tmp_path, "com.alpha.paid", "2.0"),
+    }
+    for path in files.values():
+        assert pkgcat("publish", str(path), "--source", "Alpha").exit_code == 0
+    api = make_api(repository_passphrase=PASSPHRASE, **store)
+    reports: list[str] = []
+    repository = _repository_app(api)
+    repository.on_download = lambda entry: reports.append(entry.package)
+    return api, files, reports
+
+
+def _repository_app(api: Api) -> Any:
+    from starlette.routing import Mount
+
+    site = api.http.app.site  # type: ignore[attr-defined]  # the ApiApp under the test client
+    [mount] = [r for r in site.routes if isinstance(r, Mount) and r.path == "/repo"]
+    return mount.app
+
+
+def _filenames(api: Api) -> dict[str, str]:
+    return {s["Package"]: s["Filename"] for s in stanzas(fetch(api, "/repo/Packages").content)}
+
+
+def test_a_free_file_downloads_whole_and_by_range(
+    store_api: tuple[Api, dict[str, Path], list[str]],
+) -> None:
+    api, files, reports = store_api
+    path = "/repo/" + _filenames(api)["com.alpha.free"]
+    data = files["free"].read_bytes()
+    whole = fetch(api, path)
+    assert whole.status_code == 200
+    assert whole.content == data
+    assert whole.headers["accept-ranges"] == "bytes"
+    assert reports == ["com.alpha.free"]
+    part = fetch(api, path, Range="bytes=100-1099")
+    assert part.status_code == 206
+    assert part.content == data[100:1100]
+    assert part.headers["content-range"] == f"bytes 100-1099/{len(data)}"
+    rest = fetch(api, path, Range=f"bytes={len(data) - 10}-")
+    assert rest.content == data[-10:]
+    assert fetch(api, path, Range=f"bytes={len(data) + 5}-").status_code == 416
+    assert reports == ["com.alpha.free"]  # a range is not a whole download
+
+
+def test_a_paid_file_needs_a_signed_single_use_url(
+    store_api: tuple[Api, dict[str, Path], list[str]], database_url: str
+) -> None:
+    api, files, reports = store_api
+    path = "/repo/" + _filenames(api)["com.alpha.paid"]
+    refused = fetch(api, path)
+    assert refused.status_code == 402
+    assert "needs a download URL" in refused.text
+    engine = engine_for(database_url)
+    try:
+        grants = Grants(download_key(engine, PASSPHRASE), 120)
+    finally:
+        engine.dispose()
+    now = int(time.time())
+    url = grants.make(path, now)
+    assert "grant=" in url
+    assert PASSPHRASE not in url
+    first = fetch(api, url)
+    assert first.status_code == 200
+    assert first.content == files["paid"].read_bytes()
+    assert reports == ["com.alpha.paid"]
+    again = fetch(api, url)
+    assert again.status_code == 410
+    assert "used already" in again.text
+    tampered = grants.make(path, now).replace("signature=", "signature=A")[:-1]
+    assert fetch(api, tampered).status_code == 403
+    other_file = grants.make("/repo/" + _filenames(api)["com.alpha.free"], now)
+    assert fetch(api, path + "?" + other_file.partition("?")[2]).status_code == 403
+    expired = grants.make(path, now - 1000)
+    assert fetch(api, expired).status_code == 410
+    assert reports == ["com.alpha.paid"]
