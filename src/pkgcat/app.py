@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 
+from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.routes import ROUTES
@@ -43,7 +44,11 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         namespace=settings.rate_limit_namespace,
     )
 
+    access_log = access_log_for(settings)
+
     async def close() -> None:
+        if access_log is not None:
+            access_log.flush()  # and again at the process's exit, for answers still going out
         await storage.close()
         await throttle.close()
 
@@ -55,6 +60,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         unavailable=database_unavailable,
         cache_bytes=settings.cache_max_bytes,
         metrics=metrics,
+        access_log=access_log,
     )
 
 
