@@ -125,6 +125,17 @@ def test_the_access_line_names_each_operation_as_usage_counts_it(
     assert "source/packages" in logged
 
 
+def test_a_request_id_a_line_would_redact_is_replaced(make_api: AppFactory) -> None:
+    """A client's id goes into every line as it came: one that looks like a secret does not."""
+    api = make_api()
+    for given in ("secret_key=abc", "Authorization:xyz", "pkc_abc"):
+        answer = api.http.get("/healthz", headers={"X-Request-Id": given})
+        assert answer.headers["x-request-id"] != given
+    assert api.http.get("/healthz", headers={"X-Request-Id": "a.b=c"}).headers["x-request-id"] == (
+        "a.b=c"
+    )
+
+
 @pytest.mark.parametrize(
     "settings",
     [{"access_log": False}, {"log_level": "warning"}, {"log_level": "error"}],
