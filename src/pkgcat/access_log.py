@@ -185,11 +185,15 @@ class _Writer:
         """Held for a batch: one at a time, in order, whoever flushes (reentrant: a log that
         the garbage collector drops while a flush runs writes its lines too)."""
         self._logs: weakref.WeakSet[AccessLog] = weakref.WeakSet()
+        self._registry = threading.Lock()
+        """Held to add a log or copy the set, never while writing."""
         self._thread: threading.Thread | None = None
         self._exit_hooks = False
 
     def register(self, log: AccessLog) -> None:
-        self._logs.add(log)
+        """Write ``log``'s lines from now on (once per log, at its first line)."""
+        with self._registry:  # not while the writer copies the set
+            self._logs.add(log)
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="pkgcat-access-log", daemon=True)
             self._thread.start()
@@ -200,17 +204,24 @@ class _Writer:
             multiprocessing.util.Finalize(None, self.flush_all, exitpriority=0)
 
     def _run(self) -> None:
+        due = time.monotonic()
         while True:
-            time.sleep(FLUSH_INTERVAL)
+            # A fixed period, however long the last batch took to write.
+            due += FLUSH_INTERVAL
+            time.sleep(max(0.0, due - time.monotonic()))
             self.flush_all()
+            due = max(due, time.monotonic() - FLUSH_INTERVAL)  # behind (a blocked stderr): no burst
 
     def flush_all(self) -> None:
-        for log in list(self._logs):
+        with self._registry:
+            logs = list(self._logs)
+        for log in logs:
             log.flush()
 
     def forked(self) -> None:
         """In a forked child: no writer thread yet, and the parent's pending lines are its own."""
         self.lock = threading.RLock()
+        self._registry = threading.Lock()
         self._thread = None
         self._exit_hooks = False  # multiprocessing clears its finalizers in a child it starts
         for log in list(self._logs):
