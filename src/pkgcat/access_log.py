@@ -282,6 +282,11 @@ def _write_all(fd: int, data: bytes) -> None:
             poller.poll(1000)
 
 
+def flush() -> None:
+    """Write every pending line of every access log of this process now."""
+    _WRITER.flush_all()
+
+
 def access_log_for(settings: Settings) -> AccessLog | None:
     """The access log the settings ask for: on at levels info and debug unless turned off."""
     if not settings.access_log or settings.log_level not in ("debug", "info"):
