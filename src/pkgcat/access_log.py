@@ -4,7 +4,7 @@ A :mod:`logging` call per request cost more than the rest of the request under l
 (docs/benchmarks.md): a record object, two filters, a formatter, then the handler's lock
 and a write to stderr, every time. Here the request path formats its line with one
 f-string and appends it to a deque: no lock and no system call. One thread per process
-writes every pending line to stderr at least every :data:`FLUSH_INTERVAL` seconds, in as
+writes every pending line to stderr (file descriptor 2) at least every :data:`FLUSH_INTERVAL` seconds, in as
 few writes as whole lines allow:
 
 - **In order**: each log's lines wait in one deque and leave it first in, first out, one
@@ -34,7 +34,6 @@ import multiprocessing.util
 import os
 import select
 import stat
-import sys
 import threading
 import time
 import weakref
@@ -58,6 +57,8 @@ BATCH = 4096
 """Lines taken out of the deque at a time: what waits is at most MAX_PENDING + BATCH lines."""
 FIELD_LIMIT = 512
 """Characters of a path or method kept in a line (escaped): every line stays under ``PIPE_BUF``."""
+STDERR = 2
+"""The file descriptor the lines go to."""
 _REGULAR_FILE_WRITE = 1 << 20
 """Bytes of one write to a regular file, where any write is whole."""
 
@@ -241,18 +242,16 @@ def _drain(pending: deque[bytes]) -> None:
 
 
 def _write(lines: list[bytes]) -> None:
-    """Write ``lines`` to stderr as it is now, in whole-line chunks; lost if it cannot take them."""
-    stream = sys.stderr
+    """Write ``lines`` to the process's stderr in whole-line chunks; lost if it cannot take them.
+
+    File descriptor 2 itself, not ``sys.stderr``: code running in the process may replace
+    ``sys.stderr`` for a while (a progress display, a command run in-process), and lines
+    written from this thread must not land in what that code captures.
+    """
     try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):  # a stream without a file (a test's capture)
-        stream.write(b"".join(lines).decode())
-        stream.flush()
-        return
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        regular = stat.S_ISREG(os.fstat(STDERR).st_mode)
         for chunk in _chunks(lines, _REGULAR_FILE_WRITE if regular else select.PIPE_BUF):
-            _write_all(fd, chunk)
+            _write_all(STDERR, chunk)
     except OSError:
         pass  # stderr closed or full: nothing to say it on
 

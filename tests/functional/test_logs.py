@@ -57,20 +57,20 @@ def access_lines(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 # In-process, on both databases -------------------------------------------------------------------
 
 
-def _access_output(capsys: pytest.CaptureFixture[str], last_id: str) -> str:
+def _access_output(capfd: pytest.CaptureFixture[str], last_id: str) -> str:
     """What the app wrote to stderr, once the access line of ``last_id`` is there."""
     output = ""
 
     def written() -> str | None:
         nonlocal output
-        output += capsys.readouterr().err
+        output += capfd.readouterr().err
         return output if f'"request_id":"{last_id}"' in output else None
 
     return poll(written, f"the access line of {last_id}")
 
 
 def test_one_access_line_per_request_with_its_application(
-    make_api: AppFactory, capsys: pytest.CaptureFixture[str]
+    make_api: AppFactory, capfd: pytest.CaptureFixture[str]
 ) -> None:
     api = make_api(rate_limit="2/minute", log_format="json")
     configure_logging(Settings(log_format="json"))
@@ -84,7 +84,7 @@ def test_one_access_line_per_request_with_its_application(
     limited = api.http.get(DETAILS, headers={"Authorization": f"Bearer {key}"})
     refused = api.http.get(DETAILS, params={"package": "com.alpha.paid", "secret_key": "pkc_x"})
     site = api.http.get("/healthz", headers={"X-Request-Id": "last"})
-    output = _access_output(capsys, "last")
+    output = _access_output(capfd, "last")
     lines = access_lines(json_records(output))
     fields = ("operation", "status", "code", "application_id")
     assert {rid: tuple(line[f] for f in fields) for rid, line in lines.items()} == {
@@ -104,7 +104,7 @@ def test_one_access_line_per_request_with_its_application(
 
 
 def test_the_access_line_names_each_operation_as_usage_counts_it(
-    make_api: AppFactory, capsys: pytest.CaptureFixture[str]
+    make_api: AppFactory, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """One name per operation: the table's (``source/packages``), in the log as in usage."""
     api = make_api(log_format="json")
@@ -113,7 +113,7 @@ def test_the_access_line_names_each_operation_as_usage_counts_it(
     for request_id, path in ids.items():  # answered or refused for their parameters: counted
         api.http.get(path, headers={"Authorization": f"Bearer {key}", "X-Request-Id": request_id})
     api.http.get("/healthz", headers={"X-Request-Id": "last"})
-    lines = access_lines(json_records(_access_output(capsys, "last")))
+    lines = access_lines(json_records(_access_output(capfd, "last")))
     logged = {lines[request_id]["operation"] for request_id in ids}
     usage = api.http.get(
         "/1.0/application/usage.json",

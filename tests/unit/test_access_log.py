@@ -4,6 +4,7 @@ exit whichever way a process ends, and a bound on what waits for a blocked outpu
 from __future__ import annotations
 
 import fcntl
+import io
 import multiprocessing
 import os
 import re
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from pkgcat.access_log import BATCH, MAX_PENDING, AccessLog
 
@@ -70,7 +73,7 @@ _KEPT: list[AccessLog] = []
 
 
 def _append_and_return(path: str, count: int) -> None:
-    sys.stderr = open(path, "w")  # noqa: SIM115 - the process's stderr until it ends
+    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT), 2)  # the process's stderr until it ends
     log = AccessLog("text")
     _KEPT.append(log)  # alive until the process ends, as an app's log is
     for n in range(count):
@@ -120,3 +123,17 @@ def test_lines_waiting_for_a_blocked_output_are_bounded_and_the_drop_is_told() -
     assert dropped > 0
     assert written + dropped == MAX_PENDING + extra
     assert written <= MAX_PENDING + BATCH  # what waited, and the batch in the writer's hands
+
+
+def test_lines_go_to_the_process_stderr_not_to_a_replaced_sys_stderr(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Code in the process may replace sys.stderr for a while (a command run in-process, a
+    progress display): lines written meanwhile by the writer thread are not its output."""
+    replaced = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", replaced)
+    log = AccessLog("text")
+    log.line("GET", "/epsilon/1/xx", None, 404, None, None, "epsilon-1", 0.0)
+    log.flush()
+    assert replaced.getvalue() == ""
+    assert "[epsilon-1] GET /epsilon/1/xx - status=404" in capfd.readouterr().err
