@@ -12,7 +12,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck fuzz bench bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup lock run test lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ wrk: # Debian's wrk, installed when missing (needs root)
 
 bench: $(BENCH_STAMP) wrk ## the load benchmark: table, curves and plots into docs/ (~12 minutes)
 	$(BIN)/python bench/run.py
+
+bench-defaults: $(BENCH_STAMP) wrk ## pkgcat serve's defaults (demo, access log on) against bare granian's, SQLite and PostgreSQL + Redis (~4 minutes)
+	$(BIN)/python bench/run.py --defaults
 
 bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue, compared with docs/benchmarks.md
 	$(BIN)/python bench/run.py --smoke

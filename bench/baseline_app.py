@@ -30,6 +30,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 BODY_BYTES_ENV = "PKGCAT_BENCH_BODY_BYTES"
+BODY_FILE_ENV = "PKGCAT_BENCH_BODY_FILE"
+"""When set, the body is this file's bytes exactly (a real answer), not padding."""
 DEFAULT_BODY_BYTES = 1373
 """Size of the demo's shape A details response for its first paid package."""
 
@@ -71,7 +73,11 @@ def build_app(body: bytes) -> ASGIApp:
 
 
 def create_app() -> ASGIApp:
-    """Granian's factory target: the body size comes from ``PKGCAT_BENCH_BODY_BYTES``."""
+    """Granian's factory target: the body is ``PKGCAT_BENCH_BODY_FILE``'s bytes, or a padded
+    envelope of ``PKGCAT_BENCH_BODY_BYTES`` bytes."""
+    body_file = os.environ.get(BODY_FILE_ENV)
+    if body_file:
+        return build_app(Path(body_file).read_bytes())
     size = int(os.environ.get(BODY_BYTES_ENV, str(DEFAULT_BODY_BYTES)))
     return build_app(fixed_body(size))
 

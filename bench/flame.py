@@ -122,6 +122,7 @@ STAGES = (
     "package lookup",
     "serialization",
     "response headers",
+    "access log",
     HAND_OFF,
     OTHER,
 )
@@ -221,6 +222,9 @@ RULES: tuple[Rule, ...] = (
     Rule("serialization", r"(^|/)json/"),
     # Rate-limit headers, the request id.
     Rule("response headers", PKG, r"_rate_headers|request_id"),
+    # The access line, formatted and queued (its writer thread is not the main thread).
+    Rule("access log", PKG + r"access_log\.py$"),
+    Rule("access log", HTTP, code=r"\baccess\.line\("),
     # granian's Python side and the event loop: only where no pkgcat frame is deeper.
     Rule(HAND_OFF, r"(^|/)granian/", host=True),
     Rule(HAND_OFF, r"(^|/)uvloop/", host=True),

@@ -30,8 +30,9 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         choices=("sqlite", "postgres"),
-        default="sqlite",
-        help="postgres: the catalogue copied into PostgreSQL, the rate limit in Redis",
+        default=None,
+        help="postgres: the catalogue copied into PostgreSQL, the rate limit in Redis "
+        "(default: sqlite; with run.py --defaults, both)",
     )
     parser.add_argument(
         "--postgres-url",
@@ -64,7 +65,9 @@ def _copy(source: Path, target_url: str) -> None:
     ):
         # Triggers off for the copy: each COPY would bump the generation, which is copied too.
         cursor.execute("SET session_replication_role = replica")
-        cursor.execute("DELETE FROM catalogue_generation")
+        # What the migrations wrote (the generation, the cursors' secret) is in the copy too.
+        for table in reversed(schema.metadata.sorted_tables):
+            cursor.execute(f"DELETE FROM {table.name}")  # type: ignore[arg-type]  # noqa: S608 - our schema
         for table in schema.metadata.sorted_tables:
             names = [column.name for column in table.columns]
             flags = [isinstance(column.type, Boolean) for column in table.columns]

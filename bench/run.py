@@ -37,6 +37,7 @@ from typing import Any
 
 import catalogue
 import curves
+import defaults
 import postgres
 import reference
 from api import (
@@ -435,8 +436,14 @@ def compare_with_docs(rows: list[Row], s: Settings) -> list[str]:
     return reference.report(measured, DOCS / "benchmarks.md", smoke=s.smoke)
 
 
-def parse_args() -> Settings:
+def parse_args() -> Settings | defaults.Options:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="what users get: pkgcat serve's defaults on the demo, SQLite then PostgreSQL + "
+        "Redis (--backend sqlite: SQLite only), against bare granian's defaults (defaults.py)",
+    )
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -457,6 +464,19 @@ def parse_args() -> Settings:
     )
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
+    if args.rounds < 1 or args.duration < 1 or args.warmup < 0 or not workers:
+        parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
+    if args.defaults:
+        return defaults.Options(
+            rounds=args.rounds,
+            duration=args.duration,
+            warmup=args.warmup,
+            pin=args.pin,
+            postgres=args.backend != "sqlite",
+            postgres_url=args.postgres_url,
+            redis_url=args.redis_url,
+        )
+    args.backend = args.backend or "sqlite"
     backend = {
         "metrics": args.metrics,
         "backend": args.backend,
@@ -478,8 +498,6 @@ def parse_args() -> Settings:
             warm_only=SMOKE_WARMED,
             **backend,
         )
-    if args.rounds < 1 or args.duration < 1 or args.warmup < 0 or not workers:
-        parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
     return Settings(
         args.rounds,
         args.duration,
@@ -567,6 +585,8 @@ def run(s: Settings) -> int:
 def main() -> None:
     settings = parse_args()
     try:
+        if isinstance(settings, defaults.Options):
+            raise SystemExit(defaults.run(settings))
         raise SystemExit(run(settings))
     except KeyboardInterrupt:  # the servers are stopped by then
         print("interrupted", file=sys.stderr)

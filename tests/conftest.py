@@ -18,6 +18,7 @@ from sqlalchemy import text
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from pkgcat.access_log import flush as flush_access_logs
 from pkgcat.app import create_app
 from pkgcat.cli import app as cli
 from pkgcat.config import Settings
@@ -113,6 +114,20 @@ class Api:
 
 
 BACKENDS = ("sqlite", "postgres")
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A test's access lines are written within its own captured output.
+
+    The access log writes from a thread, in batches: left to it, the lines of a test's last
+    requests could be printed between tests, while pytest is not capturing. ``trylast``
+    makes this the innermost wrapper, so the flush runs while the call is still captured.
+    """
+    try:
+        return (yield)
+    finally:
+        flush_access_logs()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

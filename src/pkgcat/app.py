@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 
+from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
@@ -46,8 +47,11 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     )
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
+    access_log = access_log_for(settings)
 
     async def close() -> None:
+        if access_log is not None:
+            access_log.flush()  # and again at the process's exit, for answers still going out
         await served.close()
         await storage.close()
         await throttle.close()
@@ -67,6 +71,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         cache_bytes=settings.cache_max_bytes,
         metrics=metrics,
         query_keys=settings.query_keys,
+        access_log=access_log,
     )
 
 

@@ -12,10 +12,15 @@ the format.
   ``request_id`` within a request, and the access line's fields.
 - ``PKGCAT_LOG_LEVEL`` is the level of pkgcat's and granian's loggers; other
   libraries log their warnings and errors.
-- The access line (``pkgcat.access``, at INFO), one per request, is written by the
-  app itself after the response; ``PKGCAT_ACCESS_LOG=false`` turns it off, and so does
-  a level above info. granian's own access log stays off: it would print the query,
+- The access line (``pkgcat.access``, at INFO), one per request, is formatted by the
+  app itself and written in batches by :mod:`pkgcat.access_log`, in the same two formats,
+  without going through :mod:`logging`; ``PKGCAT_ACCESS_LOG=false`` turns it off, and so
+  does a level above info. granian's own access log stays off: it would print the query,
   and the query can hold the key.
+
+What comes from a request is escaped before it reaches a line (:func:`request_text`), and
+a text line's message is made printable whatever it holds, its trace indented under it:
+a line can never be forged by what a client sends (CR, LF, NUL and the like).
 
 Two filters sit on the handler, so every record passes them whatever its logger:
 :class:`RequestIdFilter` adds the request id of the request being served (a
@@ -85,6 +90,45 @@ def redact(text: str) -> str:
     return text
 
 
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with each character that is not printable written as an escape (``\\x0a``).
+
+    Not printable (:meth:`str.isprintable`): control characters (CR, LF, NUL, ESC...),
+    line and paragraph separators, and invisible format characters such as
+    bidirectional overrides. What is left cannot end a log line or start another,
+    nor move a terminal's cursor.
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def request_text(text: str, limit: int | None = None) -> str:
+    """A value taken from a request (a path, a method, a header), as a log line holds it.
+
+    Spaces, backslashes and every character that is not printable are written as
+    escapes (``\\x20``, ``\\x5c``, ``\\x0a``, ``\\u2028``): the value stays one
+    field of one line, and an escape in the log always stands for one character. Past
+    ``limit`` characters it is cut, saying how many more there were. Keys are redacted.
+    """
+    if not text.isprintable() or " " in text or "\\" in text:
+        text = "".join(
+            char if char.isprintable() and char not in " \\" else _escape(char) for char in text
+        )
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}...({len(text) - limit} more)"
+    return redact(text)
+
+
 _TRACES = logging.Formatter()
 
 
@@ -151,6 +195,25 @@ class TextFormatter(logging.Formatter):
             defaults={"request_id": "-"},
         )
 
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)  # one line, whatever the message holds
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record's line; a trace's lines follow it indented, their characters printable.
+
+        Only a record's own line starts at the line's start: no text in a trace (an
+        exception's message can hold a request's data) can pass for a record.
+        """
+        line, newline, trace = super().format(record).partition("\n")
+        if not newline:
+            return line
+        return (
+            line
+            + "\n"
+            + "\n".join(f"  {printable(part)}" if part else "" for part in trace.split("\n"))
+        )
+
 
 def json_formatter() -> logging.Formatter:
     """One JSON object per record: timestamp, level, logger, message, and every extra field."""
@@ -189,8 +252,6 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         "root": {"handlers": ["stderr"], "level": "ERROR" if level == "ERROR" else "WARNING"},
         "loggers": {
             "pkgcat": {"level": level},
-            # An access line is an INFO record: shown at info and debug, unless turned off.
-            ACCESS_LOGGER: {"level": "NOTSET" if settings.access_log else "CRITICAL"},
             # granian's own loggers; it sets the level of _granian from the same setting.
             "_granian": {"level": level, "handlers": ["stderr"], "propagate": False},
             "granian.access": {"level": "CRITICAL", "handlers": ["stderr"], "propagate": False},

@@ -14,13 +14,16 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select, update
+from starlette.testclient import TestClient
 
+from pkgcat.app import create_app
 from pkgcat.config import Settings
+from pkgcat.http.routes import ROUTES
 from pkgcat.logs import configure_logging
 from pkgcat.storage import schema
 from pkgcat.storage.engine import engine_for
-from tests.conftest import Api, AppFactory
-from tests.servers import PKGCAT, environment, seed, serving
+from tests.conftest import AppFactory
+from tests.servers import PKGCAT, environment, poll, seed, serving
 
 DETAILS = "/1.0/package/details.json"
 
@@ -54,10 +57,22 @@ def access_lines(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 # In-process, on both databases -------------------------------------------------------------------
 
 
+def _access_output(capfd: pytest.CaptureFixture[str], last_id: str) -> str:
+    """What the app wrote to stderr, once the access line of ``last_id`` is there."""
+    output = ""
+
+    def written() -> str | None:
+        nonlocal output
+        output += capfd.readouterr().err
+        return output if f'"request_id":"{last_id}"' in output else None
+
+    return poll(written, f"the access line of {last_id}")
+
+
 def test_one_access_line_per_request_with_its_application(
-    make_api: AppFactory, capsys: pytest.CaptureFixture[str]
+    make_api: AppFactory, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    api = make_api(rate_limit="2/minute")
+    api = make_api(rate_limit="2/minute", log_format="json")
     configure_logging(Settings(log_format="json"))
     key = api.keys["alpha-b"]  # application 2
     ok = api.http.get(
@@ -68,31 +83,87 @@ def test_one_access_line_per_request_with_its_application(
     missing = api.http.get(DETAILS, headers={"Authorization": f"Bearer {key}"})
     limited = api.http.get(DETAILS, headers={"Authorization": f"Bearer {key}"})
     refused = api.http.get(DETAILS, params={"package": "com.alpha.paid", "secret_key": "pkc_x"})
-    site = api.http.get("/healthz")
-    output = capsys.readouterr().err
+    site = api.http.get("/healthz", headers={"X-Request-Id": "last"})
+    output = _access_output(capfd, "last")
     lines = access_lines(json_records(output))
     fields = ("operation", "status", "code", "application_id")
     assert {rid: tuple(line[f] for f in fields) for rid, line in lines.items()} == {
-        "trace-1": ("details", 200, 0, 2),
-        missing.headers["x-request-id"]: ("details", 400, 2, 2),
-        limited.headers["x-request-id"]: ("details", 429, 13, 2),
-        refused.headers["x-request-id"]: ("details", 401, 5, None),
+        "trace-1": ("package/details", 200, 0, 2),
+        missing.headers["x-request-id"]: ("package/details", 400, 2, 2),
+        limited.headers["x-request-id"]: ("package/details", 429, 13, 2),
+        refused.headers["x-request-id"]: ("package/details", 401, 5, None),
         site.headers["x-request-id"]: (None, 200, None, None),
     }
     assert ok.headers["x-request-id"] == "trace-1"
     assert all(line["duration_ms"] >= 0 for line in lines.values())
     assert lines["trace-1"]["message"].startswith(
-        f"GET {DETAILS} details status=200 code=0 duration_ms="
+        f"GET {DETAILS} package/details status=200 code=0 duration_ms="
     )
     assert "secret_key" not in output
     assert key[12:] not in output
 
 
-def test_the_access_log_can_be_turned_off(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
-    configure_logging(Settings(access_log=False))
-    assert api.get(DETAILS, api.keys["alpha-a"], package="com.alpha.paid").status_code == 200
-    assert api.http.get("/healthz").status_code == 200
-    assert "pkgcat.access" not in capsys.readouterr().err
+def test_the_access_line_names_each_operation_as_usage_counts_it(
+    make_api: AppFactory, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """One name per operation: the table's (``source/packages``), in the log as in usage."""
+    api = make_api(log_format="json")
+    key = api.keys["alpha-a"]
+    ids = {f"operation.{n}": path for n, path in enumerate(ROUTES)}
+    for request_id, path in ids.items():  # answered or refused for their parameters: counted
+        api.http.get(path, headers={"Authorization": f"Bearer {key}", "X-Request-Id": request_id})
+    api.http.get("/healthz", headers={"X-Request-Id": "last"})
+    lines = access_lines(json_records(_access_output(capfd, "last")))
+    logged = {lines[request_id]["operation"] for request_id in ids}
+    usage = api.http.get(
+        "/1.0/application/usage.json",
+        params={"days": 1, "by": "operation"},
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()["response"]
+    counted = {name for day in usage for name in day.get("operations", {})}
+    assert logged == counted - {"-"}
+    assert "source/packages" in logged
+
+
+def test_a_request_id_a_line_would_redact_is_replaced(make_api: AppFactory) -> None:
+    """A client's id goes into every line as it came: one that looks like a secret does not."""
+    api = make_api()
+    for given in ("secret_key=abc", "Authorization:xyz", "pkc_abc"):
+        answer = api.http.get("/healthz", headers={"X-Request-Id": given})
+        assert answer.headers["x-request-id"] != given
+    assert api.http.get("/healthz", headers={"X-Request-Id": "a.b=c"}).headers["x-request-id"] == (
+        "a.b=c"
+    )
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"access_log": False}, {"log_level": "warning"}, {"log_level": "error"}],
+    ids=["off", "warning", "error"],
+)
+def test_the_access_log_is_off_when_turned_off_or_above_info(
+    database_url: str,
+    catalogue: dict[str, str],
+    settings: dict[str, Any],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    app = create_app(Settings(database_url=database_url, **settings))
+    with TestClient(app) as http:  # its stop writes whatever lines it holds
+        answer = http.get(
+            DETAILS, params={"package": "com.alpha.paid", "secret_key": catalogue["alpha-a"]}
+        )
+        assert answer.status_code == 200
+        assert http.get("/healthz").status_code == 200
+    assert "pkgcat.access" not in capfd.readouterr().err
+
+
+def test_the_access_log_is_on_by_default(
+    database_url: str, catalogue: dict[str, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    app = create_app(Settings(database_url=database_url))
+    with TestClient(app) as http:
+        assert http.get("/healthz").status_code == 200
+    assert "pkgcat.access" in capfd.readouterr().err
 
 
 # A real server, at debug level ------------------------------------------------------------------

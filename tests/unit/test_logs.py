@@ -14,7 +14,7 @@ from rich.progress import Progress
 
 from pkgcat.config import Settings
 from pkgcat.keys import new_key
-from pkgcat.logs import REQUEST_ID, configure_logging, redact
+from pkgcat.logs import REQUEST_ID, configure_logging, redact, request_text
 from pkgcat.storage.postgres.catalogue import PostgresChanges
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
@@ -67,20 +67,67 @@ def test_json_lines_are_one_object_each(capsys: pytest.CaptureFixture[str]) -> N
     assert "RuntimeError: boom" in failed["exc_info"]
 
 
-def test_the_level_applies_to_pkgcat_and_the_access_log_has_its_own_switch(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_the_level_applies_to_pkgcat(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging(Settings(log_level="warning"))
     logging.getLogger("pkgcat.http").info("hidden at warning")
-    logging.getLogger("pkgcat.access").info("hidden at warning too")
     logging.getLogger("pkgcat.http").warning("shown at warning")
-    configure_logging(Settings(access_log=False))
-    logging.getLogger("pkgcat.http").info("shown at info")
-    logging.getLogger("pkgcat.access").info("hidden: the access log is off")
     configure_logging(Settings())
-    logging.getLogger("pkgcat.access").info("shown: the access log is on")
+    logging.getLogger("pkgcat.http").info("shown at info")
     messages = [TEXT_LINE.fullmatch(x)[4] for x in capsys.readouterr().err.splitlines()]  # type: ignore[index]
-    assert messages == ["shown at warning", "shown at info", "shown: the access log is on"]
+    assert messages == ["shown at warning", "shown at info"]
+
+
+FORGED = "2026-11-26T00:00:00.000Z INFO    pkgcat.access [forged-1] GET / - status=200"
+
+
+def test_a_text_line_holds_one_record_whatever_its_message_and_trace_hold(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """CR, LF, NUL, ESC and the like are escaped; a trace's lines are indented under its record."""
+    configure_logging(Settings())
+    log = logging.getLogger("pkgcat.http")
+    log.warning("to %s failed", f"/x\n{FORGED}\r\x00\x1b[2J\u2028\x85")
+    try:
+        raise ValueError(f"bad\n{FORGED}")
+    except ValueError:
+        log.exception("failed\n%s", FORGED)
+    output = capsys.readouterr().err
+    assert "\x00" not in output
+    assert "\r" not in output
+    lines = output.split("\n")
+    records = [line for line in lines if TEXT_LINE.fullmatch(line)]
+    assert [TEXT_LINE.fullmatch(line)[4] for line in records] == [  # type: ignore[index]
+        f"to /x\\x0a{FORGED}\\x0d\\x00\\x1b[2J\\u2028\\x85 failed",
+        f"failed\\x0a{FORGED}",
+    ]
+    trace = lines[lines.index(records[1]) + 1 : -1]
+    assert trace[0] == "  Traceback (most recent call last):"
+    assert trace[-2:] == ["  ValueError: bad", f"  {FORGED}"]
+    assert all(line.startswith("  ") for line in trace)
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("/1.0/package/details.json", "/1.0/package/details.json"),
+        ("/x\ny", "/x\\x0ay"),
+        ("/a b\\c", "/a\\x20b\\x5cc"),
+        (
+            "/\x00\x1b\x7f\x85\u2028\u202e\U000e0001",
+            "/\\x00\\x1b\\x7f\\x85\\u2028\\u202e\\U000e0001",
+        ),
+        ("/d\u00e9p\u00f4t", "/d\u00e9p\u00f4t"),  # printable letters stay as they are
+        (f"/{KEY}", f"/{KEY[:12]}[redacted]"),
+        ("/secret_key=abc", "/secret_key=[redacted]"),
+        ("GET\r\n", "GET\\x0d\\x0a"),
+    ],
+)
+def test_request_text(value: str, written: str) -> None:
+    assert request_text(value) == written
+
+
+def test_request_text_cuts_a_long_value_and_says_so() -> None:
+    assert request_text("/" + "a" * 99, limit=10) == "/aaaaaaaaa...(90 more)"
 
 
 def test_keys_and_authorization_never_reach_a_line(capsys: pytest.CaptureFixture[str]) -> None:

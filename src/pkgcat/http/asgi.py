@@ -15,7 +15,6 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
-from logging import INFO
 from time import perf_counter
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
@@ -49,23 +48,25 @@ from pkgcat.http.routes import (
 )
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.keys import KEY_PREFIX
-from pkgcat.logs import ACCESS_LOGGER, REQUEST_ID
+from pkgcat.logs import REQUEST_ID, redact, request_text
 from pkgcat.services import CatalogueService
 from pkgcat.storage.cache import GenerationCache
 
 if TYPE_CHECKING:
+    from pkgcat.access_log import AccessLog
     from pkgcat.metrics import Metrics
 
 log = logging.getLogger("pkgcat.http")
-access = logging.getLogger(ACCESS_LOGGER)
 
 _API_PREFIX = f"/{VERSION}/"
 _LOOKS_LIKE_VERSION = re.compile(r"/v?\d+(\.\d+)*(/|$)")
 _JSON = (b"content-type", b"application/json")
 _GIVEN_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.:=+/-]{0,127}")
-"""An incoming ``X-Request-Id`` that is kept: at most 128 characters, none that needs escaping."""
+"""An incoming ``X-Request-Id`` that is kept: at most 128 characters, none that needs escaping
+(so that it goes into log lines and the response header as it came)..."""
 _KEY = KEY_PREFIX.encode()
-"""...and that does not hold a secret key (a client that sends one there by mistake)."""
+"""...and that does not hold a secret key (a client that sends one there by mistake), nor
+anything else the log would redact."""
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
 _NO_STORE = (b"cache-control", b"no-store")
 _API_HEADERS = (_JSON, _NO_STORE, _NOSNIFF)
@@ -162,15 +163,15 @@ def _rate_headers(decision: RateDecision) -> Headers:
     ]
 
 
-def _with_request_id(send: Send, request_id: str, status: list[int]) -> Send:
+def _with_request_id(send: Send, request_id: str, answering: Callable[[int], None]) -> Send:
     """``send``, adding the request id, ``nosniff`` and, unless the site chose one, ``no-store``.
 
-    The status goes in ``status``.
+    ``answering`` is called with the status before the response starts.
     """
 
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
-            status.append(message["status"])
+            answering(message["status"])
             headers = [
                 *message.get("headers", []),
                 (b"x-request-id", request_id.encode()),
@@ -182,36 +183,6 @@ def _with_request_id(send: Send, request_id: str, status: list[int]) -> Send:
         await send(message)
 
     return sending
-
-
-def _access_line(
-    scope: Scope,
-    handler: Handler | None,
-    status: int,
-    code: int | None,
-    application: int | None,
-    started: float,
-) -> None:
-    """The request's access line: never its query (which can hold the key) nor its headers."""
-    operation = None if handler is None else handler.__name__
-    duration = round((perf_counter() - started) * 1000, 3)
-    access.info(
-        "%s %s %s status=%d code=%s duration_ms=%.3f application=%s",
-        scope["method"],
-        scope["path"],
-        operation or "-",
-        status,
-        "-" if code is None else code,
-        duration,
-        "-" if application is None else application,
-        extra={
-            "operation": operation,
-            "status": status,
-            "code": code,
-            "duration_ms": duration,
-            "application_id": application,
-        },
-    )
 
 
 class ApiApp:
@@ -227,9 +198,13 @@ class ApiApp:
         cache_bytes: int,
         metrics: Metrics | None = None,
         query_keys: bool = True,
+        access_log: AccessLog | None = None,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
-        ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``)."""
+        ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
+
+        ``access_log``: where each request's line goes (none: no line).
+        """
         self.service = service
         self.query_keys = query_keys
         self.site = site
@@ -238,6 +213,7 @@ class ApiApp:
         self._unavailable = unavailable
         self.responses = response_cache(cache_bytes)
         self._metrics = metrics
+        self.access_log = access_log
         # Each answer body's ETag, beside it: keyed by the body itself (the very object the
         # response cache holds, whose hash Python keeps), so a cached answer's tag is
         # computed once per catalogue generation.
@@ -266,21 +242,32 @@ class ApiApp:
             elif name == b"host":
                 hosts += 1
                 host = value
-        request_id = (
-            given_id.decode("ascii")
-            if given_id is not None and _GIVEN_ID.fullmatch(given_id) and _KEY not in given_id
-            else f"{self._prefix}-{next(self._ids)}"
-        )
+        request_id = None
+        if given_id is not None and _GIVEN_ID.fullmatch(given_id) and _KEY not in given_id:
+            request_id = given_id.decode("ascii")
+            if redact(request_id) != request_id:
+                request_id = None
+        if request_id is None:
+            request_id = f"{self._prefix}-{next(self._ids)}"
         REQUEST_ID.set(request_id)  # each request runs in a context of its own
-        logged = access.isEnabledFor(INFO)
-        started = perf_counter() if logged or self._metrics is not None else 0.0
+        access = self.access_log
+        started = perf_counter() if access is not None or self._metrics is not None else 0.0
         path: str = scope["path"]
         if hosts != 1 or not _HOST.fullmatch(host or b"") or path[:1] != "/":
             refusal = _malformed(scope, hosts, host)
             if refusal is not None:
+                if access is not None:
+                    access.line(
+                        scope["method"],
+                        path,
+                        None,
+                        refusal.status,
+                        refusal.code,
+                        None,
+                        request_id,
+                        started,
+                    )
                 await _refuse(send, request_id, refusal)
-                if logged:
-                    _access_line(scope, None, refusal.status, refusal.code, None, started)
                 return
         handler = ROUTES.get(path)
         if (
@@ -289,12 +276,21 @@ class ApiApp:
             and path != _API_PREFIX[:-1]
             and not _LOOKS_LIKE_VERSION.match(path)
         ):
-            status: list[int] = []
+            answered = False
+
+            def answering(status: int) -> None:
+                nonlocal answered
+                answered = True
+                if access is not None:
+                    access.line(
+                        scope["method"], path, None, status, None, None, request_id, started
+                    )
+
             try:
-                await self.site(scope, receive, _with_request_id(send, request_id, status))
+                await self.site(scope, receive, _with_request_id(send, request_id, answering))
             finally:
-                if logged:
-                    _access_line(scope, None, status[0] if status else 500, None, None, started)
+                if not answered and access is not None:  # it failed before answering
+                    access.line(scope["method"], path, None, 500, None, None, request_id, started)
             return
         status_code, body, headers, code, application = await self._answer(
             scope, path, handler, request_id, authorization, if_none_match
@@ -303,10 +299,20 @@ class ApiApp:
             self._metrics.request(path, status_code, code, perf_counter() - started)
         headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
+        if access is not None:  # before the answer leaves: an answer sent has its line
+            operation = None if handler is None else operation_name(path)
+            access.line(
+                scope["method"],
+                path,
+                operation,
+                status_code,
+                code,
+                application,
+                request_id,
+                started,
+            )
         await send({"type": "http.response.start", "status": status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-        if logged:
-            _access_line(scope, handler, status_code, code, application, started)
 
     async def _answer(
         self,
@@ -378,7 +384,7 @@ class ApiApp:
                 log.warning(
                     "request %s to %s: database unavailable (%s)",
                     request_id,
-                    path,
+                    request_text(path),
                     type(error).__name__,
                 )
                 unavailable = Unavailable(
@@ -387,7 +393,7 @@ class ApiApp:
                 status, body, headers = error_response(unavailable)
                 return status, body, rate + headers, unavailable.code, application
             # The body says only that it failed; the log has the trace, under the same id.
-            log.exception("request %s to %s failed", request_id, path)
+            log.exception("request %s to %s failed", request_id, request_text(path))
             internal = InternalError(f"internal error; request id {request_id}")
             status, body, headers = error_response(internal)
             return status, body, rate + headers, internal.code, application

@@ -48,8 +48,9 @@ MARK_EVERY = 100
 CACHE_SHARES: dict[str, float] = {
     "responses": 7 / 16,  # rendered answers (http/routes.py)
     "sales": 1 / 16,  # sales totals per ledger (the same on every page of a walk)
-    "packages": 1 / 4,
+    "packages": 7 / 32,
     "keys": 1 / 16,
+    "unknown_keys": 1 / 32,  # hashes of keys found in no catalogue, about 12,000 by default
     "totals": 1 / 16,  # buyers counted per package
     "marks": 1 / 16,  # deep buyers pages' seek marks
     "history": 1 / 16,  # usage days that can no longer change
@@ -172,6 +173,12 @@ class CachedCatalogue:
         self._keys: GenerationCache[str, KeyRecord] = GenerationCache(
             cache_bytes(max_bytes, "keys")
         )
+        # Hashes of keys no catalogue holds (a typo, a guess, a revoked key), so that asking
+        # again costs no lookup while the generation holds; bounded like every cache, so
+        # random keys cannot grow it, and dropped when a key is created (the generation moves).
+        self._unknown: GenerationCache[str, bool] = GenerationCache(
+            cache_bytes(max_bytes, "unknown_keys")
+        )
         self._packages: GenerationCache[str, Package] = GenerationCache(
             cache_bytes(max_bytes, "packages")
         )
@@ -202,7 +209,7 @@ class CachedCatalogue:
 
     def caches(self) -> dict[str, GenerationCache[Any, Any]]:
         """The caches worth watching (``/metrics``), by name."""
-        return {"keys": self._keys, "packages": self._packages}
+        return {"keys": self._keys, "unknown_keys": self._unknown, "packages": self._packages}
 
     @property
     def known_generation(self) -> int:
@@ -212,10 +219,22 @@ class CachedCatalogue:
     async def find_key(self, key_hash: str) -> KeyRecord | None:
         generation = self._generation
         record = self._keys.get(generation, key_hash)
+        if record is not None:
+            return record
+        if self._unknown.get(generation, key_hash):
+            # Unknown as of this generation. A key created since has moved it: where changes
+            # are pushed (PostgreSQL) the feed knows it already; on SQLite, where the worker
+            # learns of changes by committing counts and a refused key commits none, it
+            # takes one read of the generation, cheaper than the key's lookup.
+            latest = await self._changes.latest()
+            if latest == generation:
+                return None
+            generation = latest  # read in the newer one: kept once the cache has moved there
+        record = await self._reader.find_key(key_hash)
         if record is None:
-            record = await self._reader.find_key(key_hash)
-            if record is not None:  # unknown keys are not cached: they would fill memory
-                self._keys.put(generation, key_hash, record)
+            self._unknown.put(generation, key_hash, True)
+        else:
+            self._keys.put(generation, key_hash, record)
         return record
 
     async def package(self, package_id: str) -> Package | None:
