@@ -47,7 +47,7 @@ def test_nginx_accepts_the_block_inside_http(tmp_path: Path) -> None:
     command += ["-subj", "/CN=catalogue.example", "-keyout", str(key), "-out", str(certificate)]
     subprocess.run(command, capture_output=True, check=True)
     # As shown, but for the files this machine has not: the certificate and the log folder.
-    shown = block("nginx")
+    shown = block("nginx", "# /etc/nginx/conf.d/pkgcat.conf")
     assert "/etc/ssl/catalogue.example.crt" in shown
     assert "/var/log/nginx/" in shown
     config = (
