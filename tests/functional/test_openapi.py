@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from openapi_spec_validator import validate
 
@@ -189,3 +190,25 @@ def test_unknown_non_api_paths_and_methods_get_the_envelope(api: Api) -> None:
     wrong = api.http.post("/openapi.json")
     assert wrong.status_code == 405
     assert wrong.json()["code"] == 7
+
+
+def test_a_generator_reads_days_as_dates_and_check_json_rule_from_the_document() -> None:
+    """Dates are ``format: date`` (so ``0000-00-00`` is not schema-valid), and each of
+    check.json's alternatives says that exactly one of them is given."""
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    days = 0
+    for path, item in openapi_document()["paths"].items():
+        for parameter in item["get"]["parameters"]:
+            schema = parameter["schema"]
+            if schema.get("format") != "date":
+                continue
+            days += 1
+            validator = jsonschema.Draft202012Validator(schema, format_checker=checker)
+            assert validator.is_valid("2024-02-29"), (path, parameter["name"])
+            assert not validator.is_valid("0000-00-00"), (path, parameter["name"])
+            assert not validator.is_valid("2023-02-29"), (path, parameter["name"])
+    assert days >= 4  # start and end of usage and of sales at least
+    check = openapi_document()["paths"]["/1.0/package/check.json"]["get"]["parameters"]
+    for parameter in check:
+        if parameter["name"] in {"nickname", "account", "udid"}:
+            assert "Exactly one of `nickname`, `account` and `udid`" in parameter["description"]
