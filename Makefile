@@ -12,7 +12,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup lock run test test-fast lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,8 +41,15 @@ run: $(STAMP) ## seed the demo into ./pkgcat.db (once) and serve on http://127.0
 
 # PostgreSQL and Redis: PKGCAT_TEST_POSTGRES_URL and PKGCAT_TEST_REDIS_URL, or else each at its
 # default local address when it answers there (tests/backends.py); their tests skip without.
+# On TEST_WORKERS processes (pytest-xdist), then the tests marked `alone` (wall-clock
+# assertions) one at a time, adding to the same coverage data, whose floor the second run checks.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite (on PostgreSQL and Redis when they answer)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" --cov-report= --cov-fail-under=0
+	$(BIN)/pytest -m alone --cov-append
+
+test-fast: $(STAMP) ## the inner loop: no slow, soak, browser or generated-client tests, no coverage
+	$(BIN)/pytest -n $(TEST_WORKERS) --no-cov -q -m "not slow and not soak and not browser and not generated_client"
 
 lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict
 	$(BIN)/ruff check .

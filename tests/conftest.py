@@ -130,6 +130,17 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         flush_access_logs()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The lanes hold: a test that asserts on wall-clock time (``alone``) is ``slow`` too."""
+    unmarked = [
+        i.nodeid
+        for i in items
+        if i.get_closest_marker("alone") and not i.get_closest_marker("slow")
+    ]
+    if unmarked:
+        raise pytest.UsageError(f"marked alone but not slow: {', '.join(unmarked)}")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line per reason for skipping, with how many tests it skipped, not one per test."""
     reasons: Counter[str] = Counter()

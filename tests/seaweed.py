@@ -96,6 +96,8 @@ def seaweedfs(directory: Path) -> Iterator[S3Server]:
     args = [
         str(WEED), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
         "-master.volumeSizeLimitMB=64", "-volume.max=16", "-s3", f"-s3.config={config}",
+        # Off: their ports are fixed, and two test workers each run a SeaweedFS.
+        "-s3.port.iceberg=0", "-s3.port.lance=0",
     ]  # fmt: skip
     for name in ports:
         args += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={grpc[name]}"]

@@ -23,7 +23,7 @@ from pkgcat.storage.admin import CatalogueAdmin
 from tests.browser.conftest import Watched
 from tests.servers import Served, environment, seed, serving, stop
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.browser]
 
 STORED_KEY = "() => sessionStorage.getItem('pkgcat.secretKey')"
 CHART_LABELS = "(id) => Chart.getChart(document.getElementById(id)).data.labels"

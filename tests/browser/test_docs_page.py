@@ -11,7 +11,7 @@ from pkgcat.http.openapi import served as served_operations
 from tests.browser.conftest import Watched
 from tests.servers import Served
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.browser]
 
 
 def test_the_reference_renders_every_operation_from_this_server_alone(

@@ -23,6 +23,8 @@ from pkgcat.http.openapi import openapi_document, served
 from pkgcat.http.operations import BY_NAME, Operation
 from tests.servers import environment, seed, serving
 
+pytestmark = [pytest.mark.server, pytest.mark.generated_client]
+
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "tools" / "openapi-client" / ".venv" / "bin"
 LIMIT = 50

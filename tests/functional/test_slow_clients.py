@@ -42,7 +42,7 @@ from tests.servers import (
     serving,
 )
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 FULL = os.environ.get("SLOW_CLIENTS") == "full"
 CROWD = 4000 if FULL else 2000
@@ -179,6 +179,7 @@ def crowded_server(tmp_path: Path) -> Iterator[Served]:
         yield served
 
 
+@pytest.mark.alone  # asserts on wall-clock time
 def test_a_crowd_of_idle_and_slow_connections_keeps_no_client_waiting(
     crowded_server: Served,
 ) -> None:

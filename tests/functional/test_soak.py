@@ -14,6 +14,8 @@ from bench import soak
 
 pytestmark = [
     pytest.mark.server,
+    pytest.mark.soak,
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="samples the server's workers in /proc"),
 ]
 

@@ -36,6 +36,7 @@ from tests.servers import (
 
 pytestmark = [
     pytest.mark.server,
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="finds the server's workers in /proc"),
 ]
 
@@ -133,6 +134,7 @@ def _ask_until(
     return seen
 
 
+@pytest.mark.alone  # asserts on wall-clock time
 def test_a_debian_size_import_while_serving_keeps_every_request_under_a_second(
     served_url: str, tmp_path: Path
 ) -> None:
