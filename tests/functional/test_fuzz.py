@@ -21,7 +21,7 @@ import pytest
 
 from tests.servers import environment, kill_marked, seed, serving
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
 CONFIG = Path(__file__).with_name("schemathesis.toml")

@@ -19,7 +19,7 @@ import pytest
 
 from tests.servers import DETAILS, Served, environment, seed, serving
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 ALLOWANCE = 5
 PROXY = "127.0.0.3"

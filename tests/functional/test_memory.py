@@ -18,6 +18,7 @@ from tests.servers import Served, children, environment, kill_marked, seed, serv
 
 pytestmark = [
     pytest.mark.server,
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="reads the worker's memory from /proc"),
 ]
 

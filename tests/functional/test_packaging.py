@@ -20,6 +20,8 @@ from packaging.utils import canonicalize_name
 from tests.backends import unavailable
 from tests.servers import PKGCAT, demo_server, environment, free_port, pasted, serving
 
+pytestmark = pytest.mark.slow
+
 PROJECT = Path(__file__).resolve().parents[2]
 
 

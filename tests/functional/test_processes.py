@@ -41,6 +41,7 @@ from tests.servers import (
 
 pytestmark = [
     pytest.mark.server,
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; PR_SET_PDEATHSIG is Linux's"),
 ]
 

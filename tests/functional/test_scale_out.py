@@ -20,7 +20,7 @@ import pytest
 from tests.backends import unavailable
 from tests.servers import Request, Served, counted, environment, free_port, seed, send_all, serving
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 def _environment(database_url: str, redis_url: str, rate_limit: str) -> dict[str, str]:

@@ -17,6 +17,8 @@ from jsonschema import Draft202012Validator
 from pkgcat.http.openapi import openapi_document
 from tests.conftest import Api
 
+pytestmark = pytest.mark.slow
+
 USAGE, DETAILS, BUYERS = (
     "/1.0/application/usage.json",
     "/1.0/package/details.json",

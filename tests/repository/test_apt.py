@@ -32,7 +32,7 @@ from tests.servers import PKGCAT, Served, environment, serving
 ARCH = "iphoneos-arm64"
 PASSPHRASE = "an apt test passphrase, long enough"
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 def pkgcat(env: dict[str, str], *args: str) -> str:
