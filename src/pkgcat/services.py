@@ -1,4 +1,4 @@
-"""The use cases behind the three operations: no HTTP, no SQL.
+"""The use cases behind the operations: no HTTP, no SQL.
 
 A request first goes through :meth:`CatalogueService.admit` (the key, the
 rate limit and the durable count), then through one operation. Each method raises a
@@ -147,7 +147,7 @@ def _days_until(last: date, days: int) -> tuple[date, ...]:
 
 
 class CatalogueService:
-    """Authentication, rate limit, usage counting and the three read operations."""
+    """Authentication, rate limit, usage counting and the read operations."""
 
     def __init__(
         self,

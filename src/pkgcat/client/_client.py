@@ -201,7 +201,7 @@ class _Core:
         self._key = secret_key
         self._jitter = random.random  # spreads clients' retries in time; no secret rides on it
 
-    # --- the three operations, as exchanges --------------------------------------------
+    # --- the operations, as exchanges --------------------------------------------------
 
     def usage(
         self, days: int | None, start: date | None, end: date | None, by: str | None

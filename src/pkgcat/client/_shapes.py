@@ -221,7 +221,7 @@ def _a_only(
     return None if value is None else read(value, f"{where}.{name}")
 
 
-# --- the three responses -----------------------------------------------------------------
+# --- the responses -----------------------------------------------------------------------
 
 
 def _operations(value: object, where: str) -> dict[str, int]:

@@ -109,7 +109,7 @@ class ChangeFeed(Protocol):
 
 
 class CatalogueReader(Protocol):
-    """Reads of the catalogue that the three operations make."""
+    """Reads of the catalogue that the operations make."""
 
     async def generation(self) -> int:
         """The catalogue generation, read first by every request.
@@ -269,7 +269,7 @@ class UsageCounter(Protocol):
 
 
 class RateLimiter(Protocol):
-    """One limit per application, shared by the three operations."""
+    """One limit per application, shared by every operation."""
 
     async def hit(self, application_id: int) -> RateDecision:
         """Count one request against the limit unless it is already exhausted."""
