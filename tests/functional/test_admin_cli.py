@@ -10,10 +10,12 @@ import json
 import re
 from collections.abc import Callable
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import Engine, event, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError, OperationalError
 from typer.testing import CliRunner, Result
 
@@ -22,6 +24,7 @@ from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from tests import factories as f
 from tests.conftest import Api, stored_count
+from tests.debs import build_deb
 
 USAGE = "/1.0/application/usage.json"
 DETAILS = "/1.0/package/details.json"
@@ -355,3 +358,41 @@ def test_listings_show_control_characters_and_defuse_formulas(
     shown = ANSI.sub("", result.stdout)
     assert "\x1b" not in shown
     assert "\\x1b]2;owned\\x07" in shown
+
+
+# One engine a command ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("source", "list"),
+        ("key", "list"),
+        ("repo", "key", "create"),
+        ("repo", "key", "list"),
+        ("repo", "key", "export"),
+        ("migrate",),
+        ("publish", "DEB", "--source", "Alpha"),
+    ],
+    ids=" ".join,
+)
+def test_a_command_opens_one_engine_for_its_checks_migrations_and_work(
+    cli: Cli, catalogue: dict[str, str], tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """The revision check, the migration and the command's own work share one connection pool."""
+    engines: set[int] = set()
+
+    def seen(connection: Connection) -> None:
+        engines.add(id(connection.engine))
+
+    if "DEB" in args:
+        args = tuple(str(build_deb(tmp_path)) if a == "DEB" else a for a in args)
+    env = {"PKGCAT_REPOSITORY_PASSPHRASE": "one engine, one pool, one passphrase"}
+    assert cli("repo", "key", "create", env=env).exit_code == 0
+    event.listen(Engine, "engine_connect", seen)
+    try:
+        result = cli(*args, env=env | {"PKGCAT_BLOB_DIR": str(tmp_path / "blobs")})
+    finally:
+        event.remove(Engine, "engine_connect", seen)
+    assert result.exit_code == 0, result.output
+    assert len(engines) == 1

@@ -12,6 +12,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
+from sqlalchemy import Engine
 
 from pkgcat.cli._failures import database_failure, first_line, shown_url
 from pkgcat.cli._safe import visible
@@ -19,7 +20,7 @@ from pkgcat.cli._tables import Column, print_rows
 from pkgcat.config import Settings
 from pkgcat.logs import configure_logging
 from pkgcat.storage.admin import AdminError, CatalogueAdmin
-from pkgcat.storage.engine import backend_name
+from pkgcat.storage.engine import backend_name, engine_for
 from pkgcat.storage.migrate import current_revision, upgrade
 from pkgcat.storage.sqlite.connection import sqlite_path
 
@@ -70,15 +71,17 @@ def _step(verb: str, shown: str, step: Callable[[], T]) -> T:
         fail(f"cannot {verb} {shown}: {first_line(error)}", 2)
 
 
-def migrated(settings: Settings, *, create: bool = False) -> Settings:
+def migrated(settings: Settings, *, create: bool = False, engine: Engine | None = None) -> Settings:
     """The database brought to the current schema, for a command about to use it.
 
     Only the commands that make a catalogue (``init``, ``migrate``, ``demo``)
     pass ``create``: every other command fails in one line, naming the database
     it looked for, rather than start on a new empty one made by mistake (run
     from the wrong folder, the default ``./pkgcat.db`` would be such a file).
+    Given the command's ``engine``, every step runs on it.
     """
     shown = shown_url(settings.database_url)
+    database: str | Engine = engine if engine is not None else settings.database_url
     if not create:
         file = _sqlite_file(settings.database_url)
         if file is not None and not file.exists():
@@ -87,23 +90,41 @@ def migrated(settings: Settings, *, create: bool = False) -> Settings:
                 "or set PKGCAT_DATABASE_URL to the catalogue's database",
                 2,
             )
-        if _step("open", shown, lambda: current_revision(settings.database_url)) is None:
+        if _step("open", shown, lambda: current_revision(database)) is None:
             fail(f"{shown} holds no pkgcat catalogue; `pkgcat init` creates one there", 2)
-    _step("migrate", shown, lambda: upgrade(settings.database_url))
+    _step("migrate", shown, lambda: upgrade(database))
     return settings
+
+
+@contextmanager
+def engine_of(settings: Settings) -> Iterator[Engine]:
+    """The command's one engine on the settings' database (one connection pool), closed after."""
+    engine = engine_for(settings.database_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def opened(settings: Settings, *, create: bool = False) -> Iterator[Engine]:
+    """The command's one engine, on a database :func:`migrated` first through that engine."""
+    with engine_of(settings) as engine:
+        migrated(settings, create=create, engine=engine)
+        yield engine
 
 
 @contextmanager
 def admin(*, create: bool = False) -> Iterator[CatalogueAdmin]:
     """The operator's handle on a migrated database; admin errors become one line."""
-    settings = migrated(load_settings(), create=create)
-    handle = CatalogueAdmin(settings.database_url)
-    try:
-        yield handle
-    except AdminError as error:
-        fail(str(error))
-    finally:
-        handle.close()
+    with opened(load_settings(), create=create) as engine:
+        handle = CatalogueAdmin(engine)
+        try:
+            yield handle
+        except AdminError as error:
+            fail(str(error))
+        finally:
+            handle.close()
 
 
 def print_json(value: object) -> None:

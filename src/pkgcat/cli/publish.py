@@ -8,13 +8,12 @@ from typing import Annotated
 import anyio
 import typer
 
-from pkgcat.cli._common import fail, load_settings, migrated, print_json, stdout
+from pkgcat.cli._common import fail, load_settings, opened, print_json, stdout
 from pkgcat.ingest.versions import Preference
 from pkgcat.repository.debs import Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.backends import open_blobs
 from pkgcat.storage.blobs import BlobMismatch
-from pkgcat.storage.engine import engine_for
 
 
 def publish_command(
@@ -28,29 +27,27 @@ def publish_command(
     ] = False,
 ) -> None:
     """Publish a .deb: checked whole, stored by its SHA-256, served by `pkgcat serve` under /repo/."""
-    settings = migrated(load_settings())
-    engine = engine_for(settings.database_url)
-    blobs = open_blobs(settings)
+    settings = load_settings()
+    with opened(settings) as engine:
+        blobs = open_blobs(settings)
 
-    async def run() -> Published:
+        async def run() -> Published:
+            try:
+                return await publish(
+                    engine,
+                    blobs,
+                    file,
+                    source,
+                    max_bytes=settings.publish_max_bytes,
+                    preference=Preference(settings.architecture_preference),
+                )
+            finally:
+                await blobs.close()
+
         try:
-            return await publish(
-                engine,
-                blobs,
-                file,
-                source,
-                max_bytes=settings.publish_max_bytes,
-                preference=Preference(settings.architecture_preference),
-            )
-        finally:
-            await blobs.close()
-
-    try:
-        done = anyio.run(run)
-    except (Refused, BlobMismatch) as error:
-        fail(f"refused: {error}")
-    finally:
-        engine.dispose()
+            done = anyio.run(run)
+        except (Refused, BlobMismatch) as error:
+            fail(f"refused: {error}")
     if as_json:
         print_json(
             {

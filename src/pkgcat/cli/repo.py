@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from sqlalchemy import Engine
 
 from pkgcat.cli import group
-from pkgcat.cli._common import fail, load_settings, migrated, print_listing, stdout
+from pkgcat.cli._common import fail, load_settings, opened, print_listing, stdout
 from pkgcat.cli._tables import Column, when
 from pkgcat.config import Settings
 from pkgcat.repository.keys import (
@@ -20,7 +21,6 @@ from pkgcat.repository.keys import (
     list_keys,
     retire_key,
 )
-from pkgcat.storage.engine import engine_for
 
 app = group("repo")
 key_app = typer.Typer(
@@ -29,26 +29,23 @@ key_app = typer.Typer(
 app.add_typer(key_app, name="key")
 
 
-def make_key(settings: Settings) -> KeyInfo:
+def make_key(settings: Settings, engine: Engine) -> KeyInfo:
     """A new signing key in the settings' database; :class:`KeyProblem` without a passphrase."""
     passphrase = settings.repository_passphrase
     if passphrase is None:
         raise NoPassphrase
-    engine = engine_for(settings.database_url)
-    try:
-        return create_key(engine, passphrase.get_secret_value(), settings.repository_label)
-    finally:
-        engine.dispose()
+    return create_key(engine, passphrase.get_secret_value(), settings.repository_label)
 
 
 @key_app.command("create")
 def create() -> None:
     """Make a signing key (sealed with PKGCAT_REPOSITORY_PASSPHRASE); every key not retired signs."""
-    settings = migrated(load_settings())
-    try:
-        made = make_key(settings)
-    except KeyProblem as error:
-        fail(str(error))
+    settings = load_settings()
+    with opened(settings) as engine:
+        try:
+            made = make_key(settings, engine)
+        except KeyProblem as error:
+            fail(str(error))
     stdout.print(
         f"signing key {made.fingerprint} created; clients need it: pkgcat repo key export",
         markup=False,
@@ -62,12 +59,8 @@ def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
     """List the keys, oldest first: the ones not retired sign."""
-    settings = migrated(load_settings())
-    engine = engine_for(settings.database_url)
-    try:
+    with opened(load_settings()) as engine:
         keys = list_keys(engine)
-    finally:
-        engine.dispose()
     records = [
         {
             "fingerprint": key.fingerprint,
@@ -95,14 +88,11 @@ def retire(
     fingerprint: Annotated[str, typer.Argument(help="The key's fingerprint (or a unique prefix).")],
 ) -> None:
     """Stop signing with a key, once clients know its successor; the last key cannot go."""
-    settings = migrated(load_settings())
-    engine = engine_for(settings.database_url)
-    try:
-        retired = retire_key(engine, fingerprint)
-    except KeyProblem as error:
-        fail(str(error))
-    finally:
-        engine.dispose()
+    with opened(load_settings()) as engine:
+        try:
+            retired = retire_key(engine, fingerprint)
+        except KeyProblem as error:
+            fail(str(error))
     stdout.print(
         f"signing key {retired.fingerprint} retired: the next indexes are signed without it",
         markup=False,
@@ -118,14 +108,11 @@ def export(
     ] = None,
 ) -> None:
     """Print the public keys of every signing key, armored: the file apt's Signed-By names."""
-    settings = migrated(load_settings())
-    engine = engine_for(settings.database_url)
-    try:
-        armored = export_keys(engine)
-    except KeyProblem as error:
-        fail(str(error))
-    finally:
-        engine.dispose()
+    with opened(load_settings()) as engine:
+        try:
+            armored = export_keys(engine)
+        except KeyProblem as error:
+            fail(str(error))
     if output is None:
         typer.echo(armored, nl=False)
     else:

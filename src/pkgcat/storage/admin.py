@@ -142,11 +142,14 @@ def _ambiguous(prefix: str, rows: list[Any], kind: str = "") -> AdminError:
 class CatalogueAdmin:
     """The operator's side of the catalogue."""
 
-    def __init__(self, database_url: str) -> None:
-        self.engine: Engine = engine_for(database_url)
+    def __init__(self, database: str | Engine) -> None:
+        """On a database URL (its own engine, closed by :meth:`close`) or a caller's engine."""
+        self._owned = not isinstance(database, Engine)
+        self.engine: Engine = engine_for(database) if isinstance(database, str) else database
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._owned:
+            self.engine.dispose()
 
     # Sources ---------------------------------------------------------------
 

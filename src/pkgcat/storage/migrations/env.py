@@ -1,15 +1,15 @@
-"""Alembic environment: runs the migrations online against the configured URL."""
+"""Alembic environment: runs the migrations online, on the caller's connection when it gives one."""
 
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy.engine import Connection
 
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.schema import metadata
 
-url = context.config.attributes["database_url"]
-engine = engine_for(url)
-with engine.connect() as connection:
+
+def run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
@@ -18,4 +18,13 @@ with engine.connect() as connection:
     )
     with context.begin_transaction():
         context.run_migrations()
-engine.dispose()
+
+
+given = context.config.attributes.get("connection")
+if given is not None:
+    run(given)
+else:
+    engine = engine_for(context.config.attributes["database_url"])
+    with engine.connect() as connection:
+        run(connection)
+    engine.dispose()
