@@ -87,19 +87,19 @@ wrk: # Debian's wrk, installed when missing (needs root)
 	@command -v wrk >/dev/null || apt-get install -y wrk || (apt-get update && apt-get install -y wrk)
 
 bench: $(BENCH_STAMP) wrk ## the load benchmark: table, curves and plots into docs/ (~12 minutes)
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.run
 
 bench-defaults: $(BENCH_STAMP) wrk ## pkgcat serve's defaults (demo, access log on) against bare granian's, SQLite and PostgreSQL + Redis (~4 minutes)
-	$(BIN)/python bench/run.py --defaults
+	$(BIN)/python -m bench.run --defaults
 
 bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue, compared with docs/benchmarks.md
-	$(BIN)/python bench/run.py --smoke
+	$(BIN)/python -m bench.run --smoke
 
 bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
-	$(BIN)/python bench/flame.py
+	$(BIN)/python -m bench.flame
 
 soak: $(BENCH_STAMP) wrk ## 300,000 mixed requests on one worker; memory, open files and WAL into docs/soak.* (~2 minutes)
-	$(BIN)/python bench/soak.py --out docs/soak
+	$(BIN)/python -m bench.soak --out docs/soak
 
 slow-clients: $(STAMP) ## 4,000 idle and slow connections for 30 s, a normal client answered within 1 s (~1 minute)
 	SLOW_CLIENTS=full $(BIN)/pytest --no-cov -p no:cacheprovider -q -s tests/functional/test_slow_clients.py -k crowd

@@ -10,8 +10,8 @@ import uuid
 from datetime import date, timedelta
 from pathlib import Path
 
-from catalogue import Catalogue, Params
-from loadgen import BENCH_DIR, fetch
+from bench.catalogue import Catalogue, Params
+from bench.loadgen import BENCH_DIR, fetch
 
 DETAILS = "/1.0/package/details.json"
 USAGE = "/1.0/application/usage.json"

@@ -8,7 +8,7 @@ sides move the same number of bytes.
 Served the way ``pkgcat serve`` serves the API: granian, ASGI interface, a
 factory target, one worker (``--workers`` for more), no access log::
 
-    .venv/bin/python bench/baseline_app.py --port 8001 --body-bytes 1373
+    .venv/bin/python -m bench.baseline_app --port 8001 --body-bytes 1373
 
 ``bench/details.py`` starts it by itself; run it by hand only to poke at it.
 """

@@ -12,8 +12,8 @@ beside the database (``<name>.json``), with the ids the benchmark asks for. A
 generated catalogue is cached under ``bench/.cache/``, keyed by its parameters,
 the schema revision and the day its usage history ends::
 
-    .venv/bin/python bench/catalogue.py                   # the full catalogue, prints its path
-    .venv/bin/python bench/catalogue.py --packages 1000   # a smaller one
+    .venv/bin/python -m bench.catalogue                   # the full catalogue, prints its path
+    .venv/bin/python -m bench.catalogue --packages 1000   # a smaller one
 """
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import catalogue
-import ingest
-from api import (
+from bench import catalogue, ingest
+from bench.api import (
     BUYERS,
     DETAILS,
     UNLIMITED,
@@ -36,8 +35,8 @@ from api import (
     serve_env,
     write_rotation,
 )
-from catalogue import Params
-from loadgen import Children, Target, cpu_plan, fetch, interleave, start_server, summarize
+from bench.catalogue import Params
+from bench.loadgen import Children, Target, cpu_plan, fetch, interleave, start_server, summarize
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import postgres
-from api import DETAILS, EXPECTED_CODE, UNKNOWN_KEY, USAGE
-from details import seed
-from loadgen import (
+from bench import postgres
+from bench.api import DETAILS, EXPECTED_CODE, UNKNOWN_KEY, USAGE
+from bench.details import seed
+from bench.loadgen import (
     BENCH_DIR,
     Summary,
     Target,

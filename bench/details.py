@@ -5,8 +5,8 @@ Seeds a throwaway SQLite database with the demo catalogue, starts
 access log) on free ports of 127.0.0.1, then runs wrk against each target in
 interleaved rounds and prints the medians::
 
-    .venv/bin/python bench/details.py                 # 3 rounds of 10 s, about 2.2 minutes
-    .venv/bin/python bench/details.py --rounds 1 --duration 3   # a quick look
+    .venv/bin/python -m bench.details                 # 3 rounds of 10 s, about 2.2 minutes
+    .venv/bin/python -m bench.details --rounds 1 --duration 3   # a quick look
 
 On a machine with two cores or more (and ``taskset``), the servers are pinned
 to the first core and wrk to the second, so the two do not compete for one.
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from loadgen import (
+from bench.loadgen import (
     BENCH_DIR,
     Round,
     Summary,

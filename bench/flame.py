@@ -27,12 +27,12 @@ details response's size) on free ports of 127.0.0.1, then:
 
 About 60 s with the defaults (3 x 5 s per target, two 5 s profiles)::
 
-    .venv/bin/python bench/flame.py
-    .venv/bin/python bench/flame.py --rounds 1 --duration 3      # a quick look, about 30 s
-    .venv/bin/python bench/flame.py --json bench/results/raw/flame.json --svg flame.svg
+    .venv/bin/python -m bench.flame
+    .venv/bin/python -m bench.flame --rounds 1 --duration 3      # a quick look, about 30 s
+    .venv/bin/python -m bench.flame --json bench/results/raw/flame.json --svg flame.svg
 
     # the code of another checkout (the server is started with this environment):
-    PYTHONPATH=/path/to/checkout/src .venv/bin/python bench/flame.py
+    PYTHONPATH=/path/to/checkout/src .venv/bin/python -m bench.flame
 
 Needs wrk, py-spy next to the virtualenv's python (``pip install py-spy``) and
 the right to ptrace the server (root, or ``kernel.yama.ptrace_scope`` = 0). On
@@ -85,9 +85,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import details
-import postgres
-from loadgen import (
+from tests.servers import children as children_of
+
+from bench import details, postgres
+from bench.loadgen import (
     BENCH_DIR,
     Round,
     Summary,
@@ -478,9 +479,7 @@ def worker_of(server_pid: int, timeout: float = 10.0) -> int:
     """The granian worker: the one child process of the server (1 worker)."""
     deadline = time.monotonic() + timeout
     while True:
-        kids: list[int] = []
-        for task in Path(f"/proc/{server_pid}/task").glob("*/children"):
-            kids += [int(pid) for pid in task.read_text().split()]
+        kids = sorted(proc.pid for proc in children_of(server_pid))
         if len(kids) == 1:
             return kids[0]
         if time.monotonic() > deadline:

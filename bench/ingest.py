@@ -18,9 +18,9 @@ The index is the one apt keeps after ``apt-get update``: by default the
 bookworm main amd64 index under ``/var/lib/apt/lists`` (lz4-compressed), or
 any Packages file given as the argument. Not part of the test suite.
 
-    .venv/bin/python bench/ingest.py                       # 3 rounds, medians
-    .venv/bin/python bench/ingest.py PATH/Packages.xz --rounds 1 --json out.json
-    .venv/bin/python bench/ingest.py --postgres-url postgresql://postgres@127.0.0.1:5432/test
+    .venv/bin/python -m bench.ingest                       # 3 rounds, medians
+    .venv/bin/python -m bench.ingest PATH/Packages.xz --rounds 1 --json out.json
+    .venv/bin/python -m bench.ingest --postgres-url postgresql://postgres@127.0.0.1:5432/test
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import threading
 import time
 from pathlib import Path
 
-import postgres  # bench/postgres.py: this script runs from bench/
+from bench import postgres
 
 APT_LISTS = Path("/var/lib/apt/lists")
 DEFAULT_PATTERN = "*_dists_bookworm_main_binary-amd64_Packages*"
@@ -141,7 +141,8 @@ def run_step(step: str, index: Path, url: str) -> dict[str, float]:
 
 def measure(step: str, index: Path, url: str) -> dict[str, float]:
     output = subprocess.run(
-        [sys.executable, __file__, str(index), "--step", step, "--database", url],
+        [sys.executable, "-m", "bench.ingest", str(index), "--step", step, "--database", url],
+        cwd=Path(__file__).resolve().parents[1],
         check=True,
         capture_output=True,
         text=True,

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+
+from tests.servers import free_port
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROTATE_LUA = BENCH_DIR / "rotate.lua"
@@ -98,13 +99,6 @@ def summarize(name: str, body_bytes: int, rounds: list[Round]) -> Summary:
 
 
 # --- processes -----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def pinned(command: Sequence[str], cpus: str | None) -> list[str]:

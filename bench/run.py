@@ -9,8 +9,8 @@ size, buyers latency against page number, usage latency against ``days``, and
 import time against index size. Figures go to ``docs/bench-*.csv`` and
 ``docs/bench-*.png``; the table and the goals are printed::
 
-    .venv/bin/python bench/run.py            # everything, about 10 minutes
-    .venv/bin/python bench/run.py --smoke    # tiny catalogue, 1 s per target: does it work?
+    .venv/bin/python -m bench.run            # everything, about 10 minutes
+    .venv/bin/python -m bench.run --smoke    # tiny catalogue, 1 s per target: does it work?
 
 The smoke checks that every target answers with its expected status; it writes
 no files outside a temporary directory. Exit status 1 when a target answered
@@ -35,12 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import catalogue
-import curves
-import defaults
-import postgres
-import reference
-from api import (
+from bench import catalogue, curves, defaults, postgres, reference
+from bench.api import (
     BUYERS,
     CHECK,
     DETAILS,
@@ -57,8 +53,8 @@ from api import (
     serve_env,
     write_rotation,
 )
-from catalogue import Catalogue, Params
-from loadgen import (
+from bench.catalogue import Catalogue, Params
+from bench.loadgen import (
     BENCH_DIR,
     Children,
     Summary,
@@ -567,7 +563,7 @@ def run(s: Settings) -> int:
         suffix = "" if s.backend == "sqlite" else f"-{s.backend}"
         write_table_csv(rows, DOCS / f"bench-table{suffix}.csv")
         if s.curves:
-            import plots
+            from bench import plots
 
             plots.write_all(results, DOCS)
         print()

@@ -12,8 +12,8 @@ compares the peak after the warm-up with the value at its end
 Beside the load, ``--import-stanzas N`` runs ``pkgcat import-repo`` of a
 generated N-stanza repository over and over, a large import during load::
 
-    .venv/bin/python bench/soak.py                          # 300,000 requests, about 2 minutes
-    .venv/bin/python bench/soak.py --requests 20000 --workers 2 --import-stanzas 20000
+    .venv/bin/python -m bench.soak                          # 300,000 requests, about 2 minutes
+    .venv/bin/python -m bench.soak --requests 20000 --workers 2 --import-stanzas 20000
 
 The short variant that CI runs is ``tests/functional/test_soak.py``.
 """
@@ -38,11 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-if str(BENCH_DIR.parent) not in sys.path:  # run as a script: the servers of the tests
-    sys.path.insert(0, str(BENCH_DIR.parent))
+from tests.servers import PKGCAT, children, environment, poll, seed, serving
 
-from tests.servers import PKGCAT, children, environment, poll, seed, serving  # noqa: E402
+BENCH_DIR = Path(__file__).resolve().parent
 
 DETAILS = "/1.0/package/details.json"
 BUYERS = "/1.0/package/buyers.json"

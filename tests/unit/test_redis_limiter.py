@@ -27,6 +27,7 @@ import redis
 from pkgcat.domain import RateDecision
 from pkgcat.storage.redis.limiter import RedisLimiter
 from tests.backends import REDIS_VARIABLE, service_url, unavailable
+from tests.servers import free_port
 
 LOGGER = "pkgcat.storage.redis"
 WAIT = 10.0
@@ -62,14 +63,6 @@ def namespace(redis_url: str) -> Iterator[str]:
             client.delete(*keys)
     finally:
         client.close()
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on (as of the call)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 class PrivateRedis:
