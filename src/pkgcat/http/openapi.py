@@ -245,7 +245,8 @@ def parameter_schema(parameter: Parameter) -> Schema:
     elif parameter.kind == "choice":
         schema = {"type": "string", "enum": list(parameter.choices)}
     elif parameter.kind == "day":
-        schema = {"type": "string", "pattern": DAY}
+        # format: a generator types it as a date; the pattern keeps the four-digit year.
+        schema = {"type": "string", "format": "date", "pattern": DAY}
     elif parameter.kind == "cursor":
         schema = {"type": "string", "maxLength": 512}
     elif parameter.required:

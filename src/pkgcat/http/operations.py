@@ -258,6 +258,8 @@ def _pending(parameter: Parameter, feature: str) -> Parameter:
 
 _OWN_PACKAGE_ERRORS = (*BASE_ERRORS, PackageNotFound, PermissionDenied)
 
+_EXACTLY_ONE = "Exactly one of `nickname`, `account` and `udid` is given."
+
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "application/usage",
@@ -340,9 +342,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "Refunded and charged-back purchases never count; the earliest owning purchase wins.",
         (
             PACKAGE,
-            Parameter("nickname", "string", "The buyer's nickname."),
-            Parameter("account", "string", "The buyer's account id."),
-            Parameter("udid", "string", "A device id the buyer registered."),
+            Parameter("nickname", "string", f"The buyer's nickname. {_EXACTLY_ONE}"),
+            Parameter("account", "string", f"The buyer's account id. {_EXACTLY_ONE}"),
+            Parameter("udid", "string", f"A device id the buyer registered. {_EXACTLY_ONE}"),
             Parameter("model", "string", "The device's model (only with `udid`)."),
         ),
         (Variant(same(m.Ownership)),),
