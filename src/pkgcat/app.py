@@ -17,7 +17,12 @@ from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.served import ServedRepository
 from pkgcat.services import CatalogueService, Clock, utc_now
-from pkgcat.storage.backends import database_unavailable, open_blobs, open_storage
+from pkgcat.storage.backends import (
+    database_unavailable,
+    open_blobs,
+    open_failure_limiter,
+    open_storage,
+)
 
 
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
@@ -39,12 +44,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         default_timezone=settings.timezone,
         clock=clock,
     )
-    throttle = AuthThrottle(
-        settings.auth_failure_limit,
-        proxies=settings.proxy_networks,
-        redis_url=settings.shared_limit_url,
-        namespace=settings.rate_limit_namespace,
-    )
+    throttle = AuthThrottle(open_failure_limiter(settings), proxies=settings.proxy_networks)
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
     access_log = access_log_for(settings)

@@ -8,7 +8,10 @@ import logging
 
 import pytest
 
+from pkgcat.config import Settings
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.storage.backends import open_failure_limiter
+from pkgcat.storage.limiter import WindowLimiter
 from tests.servers import free_port
 
 PROXIES = (ipaddress.ip_network("10.0.0.0/8"), ipaddress.ip_network("fd00::/8"))
@@ -37,13 +40,13 @@ def scope(peer: str, forwarded: str | None = None) -> dict[str, object]:
 def test_the_client_is_the_peer_or_what_a_trusted_proxy_forwards(
     peer: str, forwarded: str | None, client: str
 ) -> None:
-    throttle = AuthThrottle("5/minute", proxies=PROXIES)
+    throttle = AuthThrottle(WindowLimiter("5/minute"), proxies=PROXIES)
     assert throttle.client(scope(peer, forwarded)) == client
 
 
 def test_an_address_is_refused_past_its_allowance_until_the_window_ends() -> None:
     now = [1000.0]
-    throttle = AuthThrottle("3/minute", clock=lambda: now[0])
+    throttle = AuthThrottle(WindowLimiter("3/minute", clock=lambda: now[0]), clock=lambda: now[0])
 
     async def failures(count: int) -> list[int | None]:
         return [await throttle.failed("203.0.113.5") for _ in range(count)]
@@ -63,7 +66,10 @@ def test_an_address_is_refused_past_its_allowance_until_the_window_ends() -> Non
 def test_without_redis_failures_are_not_counted_and_one_warning_is_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    throttle = AuthThrottle("1/minute", redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    settings = Settings(
+        redis_url=f"redis://127.0.0.1:{free_port()}/0", auth_failure_limit="1/minute"
+    )
+    throttle = AuthThrottle(open_failure_limiter(settings))
 
     async def failures() -> list[int | None]:
         try:

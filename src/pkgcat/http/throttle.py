@@ -15,7 +15,8 @@ Cost: a request that succeeds pays one truth test of a dict (empty unless some a
 refused right now) and, while one is, a dict lookup of its address. Only failures are
 counted, by the rate limit's own fixed windows keyed by address: in this process's memory
 (:class:`~pkgcat.storage.limiter.WindowLimiter`), or in Redis when ``PKGCAT_REDIS_URL``
-is set (:class:`~pkgcat.storage.redis.limiter.RedisLimiter`, under its own key prefix), so
+is set (:class:`~pkgcat.storage.redis.limiter.RedisLimiter`, under its own key prefix;
+:func:`~pkgcat.storage.backends.open_failure_limiter` picks one), so
 that every worker and host counts one allowance; there the failures of a moment share one
 pipeline, as the rate limit's hits do. A worker learns that an address is refused from
 its own failures: with Redis, at the first failure it sees from that address once the
@@ -34,14 +35,10 @@ import ipaddress
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from starlette.types import Scope
 
-from pkgcat.storage.limiter import WindowLimiter
-
-if TYPE_CHECKING:  # redis is an extra: imported only when PKGCAT_REDIS_URL is set
-    from pkgcat.storage.redis.limiter import RedisLimiter
+from pkgcat.storage.interfaces import FailureLimiter
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -57,28 +54,14 @@ class AuthThrottle:
 
     def __init__(
         self,
-        allowance: str,
+        limiter: FailureLimiter,
         *,
         proxies: tuple[Network, ...] = (),
-        redis_url: str | None = None,
-        namespace: str = "pkgcat",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._proxies = proxies
         self._clock = clock
-        self._limiter: WindowLimiter | RedisLimiter
-        if redis_url is None:
-            self._limiter = WindowLimiter(allowance, clock=clock)
-        else:
-            from pkgcat.storage.redis.limiter import RedisLimiter
-
-            self._limiter = RedisLimiter(
-                redis_url,
-                allowance,
-                namespace,
-                kind="auth-failures",
-                limits="limits on failed authentications",
-            )
+        self._limiter = limiter
         self.allowance = self._limiter.limit
         self.window = self._limiter.window
         """Seconds a window of the allowance lasts."""

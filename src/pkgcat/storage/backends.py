@@ -25,6 +25,7 @@ from pkgcat.storage.engine import backend_name
 from pkgcat.storage.interfaces import (
     CatalogueReader,
     ChangeFeed,
+    FailureLimiter,
     PoolUse,
     RateLimiter,
     UsageCounter,
@@ -135,6 +136,27 @@ def _limiter(settings: Settings) -> RateLimiter:
     from pkgcat.storage.limiter import WindowLimiter
 
     return WindowLimiter(settings.rate_limit)
+
+
+def open_failure_limiter(settings: Settings) -> FailureLimiter:
+    """Where failed authentications are counted: Redis when the rate limit is shared, else here.
+
+    Redis counts one allowance for every worker and host, under a key prefix of its own.
+    """
+    redis_url = settings.shared_limit_url
+    if redis_url is not None:
+        from pkgcat.storage.redis.limiter import RedisLimiter
+
+        return RedisLimiter(
+            redis_url,
+            settings.auth_failure_limit,
+            settings.rate_limit_namespace,
+            kind="auth-failures",
+            limits="limits on failed authentications",
+        )
+    from pkgcat.storage.limiter import WindowLimiter
+
+    return WindowLimiter(settings.auth_failure_limit)
 
 
 def open_storage(settings: Settings) -> Storage:

@@ -268,6 +268,26 @@ class UsageCounter(Protocol):
     async def close(self) -> None: ...
 
 
+class FailureLimiter(Protocol):
+    """Failed authentications counted per client address, in fixed windows of an allowance."""
+
+    @property
+    def limit(self) -> int:
+        """Failures a window allows."""
+        ...
+
+    @property
+    def window(self) -> int:
+        """Seconds a window lasts."""
+        ...
+
+    async def hit(self, application_id: int | str) -> RateDecision:
+        """Count one failure of a client (its address) unless its allowance is spent."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 class RateLimiter(Protocol):
     """One limit per application, shared by every operation."""
 
