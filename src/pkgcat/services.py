@@ -64,6 +64,9 @@ STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Cha
 """Purchase statuses as a request spells them (any case) and as they are stored."""
 CURSOR_KEY = "cursor_key"
 """The name of the per-database secret that signs cursors (migration 0005)."""
+FIRST_DAY = date(1970, 1, 1)
+"""The first day a range may hold: times are stored as unix seconds, and days before it
+would reach the calendar's start once moved to a zone (year 1 has no day before it)."""
 UNNAMED = "-"
 """The operation a request is counted under when its caller names none."""
 
@@ -110,13 +113,20 @@ def day_range(
     """The days from ``start`` to ``end`` inclusive, as given (``YYYY-MM-DD`` in the caller's zone).
 
     ``end`` defaults to ``today``, ``start`` to ``default_days`` days before
-    ``end``. Code 2 naming the parameter when ``end`` is after ``today``,
-    ``start`` after ``end``, or the range holds more than ``max_days`` days.
+    ``end`` (or :data:`FIRST_DAY`, if that is later). Code 2 naming the parameter
+    when either is before :data:`FIRST_DAY`, ``end`` is after ``today``, ``start``
+    after ``end``, or the range holds more than ``max_days`` days.
     """
     last = today if end is None else day_parameter("end", end)
+    first = None if start is None else day_parameter("start", start)
+    if first is not None and first < FIRST_DAY:
+        raise InvalidArgument("start", f"must not be before {FIRST_DAY.isoformat()}")
+    if last < FIRST_DAY:
+        raise InvalidArgument("end", f"must not be before {FIRST_DAY.isoformat()}")
     if last > today:
         raise InvalidArgument("end", f"must not be after today ({today.isoformat()})")
-    first = last - timedelta(days=default_days) if start is None else day_parameter("start", start)
+    if first is None:
+        first = max(last - timedelta(days=default_days), FIRST_DAY)
     if first > last:
         raise InvalidArgument("start", f"must not be after end ({last.isoformat()})")
     if (last - first).days + 1 > max_days:
