@@ -12,10 +12,10 @@ from sqlalchemy import insert
 from pkgcat import keys
 from pkgcat.config import Settings
 from pkgcat.storage import schema
+from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.backends import Storage, open_storage
 from pkgcat.storage.cache import cache_bytes
 from pkgcat.storage.engine import engine_for, write_transaction
-from pkgcat.storage.admin import CatalogueAdmin
 from tests import factories as f
 from tests.conftest import AppFactory
 
