@@ -178,7 +178,7 @@ class CatalogueService:
         self._cursors: Cursors | None = None
 
     async def admit(
-        self, secret_key: str | None, operation: str = UNNAMED
+        self, secret_key: str | None, operation: str = UNNAMED, cutoff: float | None = None
     ) -> tuple[Caller, RateDecision]:
         """Authenticate a request, spend one request of its limit and count it under ``operation``.
 
@@ -189,6 +189,9 @@ class CatalogueService:
         application, and a dropped count is refused. When the commit read a
         newer generation than the key was checked in (SQLite learns of
         changes there), the caller is read again for its shape and zone.
+
+        ``cutoff`` (POSIX seconds): a commit that would reach the database after it
+        counts nothing and fails (the request's deadline is near: it will be 503).
         """
         caller = await self.authenticate(secret_key)
         decision = await self._limiter.hit(caller.application.id)
@@ -203,12 +206,20 @@ class CatalogueService:
             caller.key.id,
             int(caller.now.timestamp()),
             operation,
+            cutoff,
         )
         if counted.requests == 0:  # the key or its application had gone at the commit
             raise Unauthenticated(_REVOKED)
         if counted.generation >= 0 and counted.generation != caller.generation:
             caller = await self._refresh(caller, await self._catalogue.generation())
         return caller._replace(requests_today=counted.requests), decision
+
+    def retract(self, caller: Caller, operation: str = UNNAMED) -> None:
+        """Take back the count :meth:`admit` committed for a request that is answered 503 after all.
+
+        A 503 says "not counted, retry": the count leaves with the next commit of counts.
+        """
+        self._counter.retract(caller.application.id, caller.today, operation)
 
     async def authenticate(self, secret_key: str | None) -> Caller:
         """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""

@@ -388,9 +388,18 @@ class CachedUsage:
         )
 
     async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
+        self,
+        application_id: int,
+        day: date,
+        key_id: int,
+        when: int,
+        operation: str,
+        cutoff: float | None = None,
     ) -> Counted:
-        return await self._counter.record(application_id, day, key_id, when, operation)
+        return await self._counter.record(application_id, day, key_id, when, operation, cutoff)
+
+    def retract(self, application_id: int, day: date, operation: str) -> None:
+        self._counter.retract(application_id, day, operation)
 
     async def operations(
         self, application_id: int, first: date, last: date
