@@ -32,7 +32,8 @@ from pkgcat.storage.migrate import upgrade
 from pkgcat.storage.postgres.connection import asyncpg_dsn
 from pkgcat.storage.sqlite import sqlite_path
 from tests.conftest import Api, AppFactory, Clock, stored_count
-from tests.proxy import proxied
+from tests.proxy import Proxy, proxied
+from tests.servers import counted, environment, seed, serving
 
 DETAILS = "/1.0/package/details.json"
 
@@ -252,3 +253,49 @@ def test_a_full_disk_is_503_code_15_in_one_line_and_nothing_is_counted(
     # Room again: served and counted, with no restart.
     assert [details(api).status_code for _ in range(3)] == [200] * 3
     assert stored_count(database_url, 1) == before + served + 3
+
+
+@contextmanager
+def silent(database_url: str, proxy: Proxy | None) -> Iterator[None]:
+    """The database not answering this server: PostgreSQL's replies held by the proxy, or
+    SQLite's write lock held by another process (a commit then waits, as for a silent one)."""
+    if proxy is None:
+        with counts_locked(database_url):
+            yield
+        return
+    proxy.stall()
+    try:
+        yield
+    finally:
+        proxy.resume()
+
+
+@pytest.mark.server
+def test_a_real_server_answers_503_at_the_deadline_and_counts_exactly(
+    database_url: str, tmp_path: Path
+) -> None:
+    """`pkgcat serve` (granian, a worker process) under the same fault: each request 503 at
+    its deadline, and the counts afterwards exact, none of the 503s among them."""
+    env = environment(database_url)
+    apps = seed(env)
+    key = apps[0]["secret_key"]
+    with contextlib.ExitStack() as stack:
+        proxy = None
+        if database_url.startswith("postgres"):
+            proxy, through = stack.enter_context(proxied(database_url))
+            env = environment(through)
+        served = stack.enter_context(
+            serving({**env, "PKGCAT_REQUEST_DEADLINE": "1"}, tmp_path / "server.log", apps=apps)
+        )
+        url = f"{served.base}{DETAILS}"
+        params = {"package": "com.havoclabs.velvet"}
+        headers = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(url, params=params, headers=headers).status_code == 200
+        before = counted(database_url)
+        with silent(database_url, proxy):
+            refused = [httpx.get(url, params=params, headers=headers, timeout=30) for _ in range(3)]
+        answered = [httpx.get(url, params=params, headers=headers, timeout=30) for _ in range(5)]
+    assert [(r.status_code, r.json()["code"]) for r in refused] == [(503, 15)] * 3
+    assert all(r.headers["retry-after"] == "1" for r in refused)
+    assert [r.status_code for r in answered] == [200] * 5
+    assert counted(database_url) == before + 5

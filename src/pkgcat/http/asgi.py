@@ -229,14 +229,15 @@ class ApiApp:
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)
-        # Each API request's task and the loop time its deadline falls at, oldest first (every
+        # Each API request under way (by a token of its own: a server may run several in one
+        # task) to its task and the loop time its deadline falls at, oldest first (every
         # request has the same deadline); one timer a tenth of a second looks for late ones.
         self._deadline = deadline
         # A count must reach the database this long before the deadline, or it counts nothing:
         # its reply then has that long to come back before the request is answered 503.
         self._cutoff_after = deadline - min(1.0, deadline / 4)
-        self._inflight: dict[asyncio.Task[object], float] = {}
-        self._late: set[asyncio.Task[object]] = set()
+        self._inflight: dict[int, tuple[asyncio.Task[object], float]] = {}
+        self._late: set[int] = set()
         self._sweeping: asyncio.AbstractEventLoop | None = None
 
     def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -245,11 +246,11 @@ class ApiApp:
             self._sweeping = None
             return
         now = loop.time()
-        for task, ends in self._inflight.items():
+        for token, (task, ends) in self._inflight.items():
             if ends > now:
                 break  # the rest came later
-            if task not in self._late:
-                self._late.add(task)
+            if token not in self._late:
+                self._late.add(token)
                 task.cancel()
         loop.call_later(SWEEP_EVERY, self._sweep, loop)
 
@@ -368,20 +369,21 @@ class ApiApp:
         503 once counted has its count taken back: a 503 is never counted.
         """
         task = asyncio.current_task()
-        assert task is not None
         loop = asyncio.get_running_loop()
-        self._inflight[task] = loop.time() + self._deadline
-        if self._sweeping is not loop:
-            self._sweeping = loop
-            loop.call_later(SWEEP_EVERY, self._sweep, loop)
         rate: Headers = []
         admitted: list[Caller] = []
+        token = id(admitted)  # unique while the request lasts
+        if task is not None:
+            self._inflight[token] = (task, loop.time() + self._deadline)
+            if self._sweeping is not loop:
+                self._sweeping = loop
+                loop.call_later(SWEEP_EVERY, self._sweep, loop)
         try:
             return await self._answer_in_time(
                 scope, path, handler, request_id, authorization, if_none_match, rate, admitted
             )
         except asyncio.CancelledError:
-            if task not in self._late:
+            if token not in self._late or task is None:
                 raise  # not ours: the server's
             task.uncancel()
             application = None
@@ -391,8 +393,8 @@ class ApiApp:
             why = f"no answer within {self._deadline:g} s"
             return *self._unavailable_answer(request_id, path, why, rate), application
         finally:
-            del self._inflight[task]
-            self._late.discard(task)
+            self._inflight.pop(token, None)
+            self._late.discard(token)
 
     async def _answer_in_time(
         self,
