@@ -299,3 +299,29 @@ def test_a_real_server_answers_503_at_the_deadline_and_counts_exactly(
     assert all(r.headers["retry-after"] == "1" for r in refused)
     assert [r.status_code for r in answered] == [200] * 5
     assert counted(database_url) == before + 5
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_503_after_the_count_landed_takes_the_count_back(
+    make_api: AppFactory, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The count commits, then the operation's own read waits on a lock past the deadline: the
+    answer is 503, and the count it had is taken back."""
+    api = make_api(request_deadline=1.0)
+    key = api.keys["alpha-a"]
+    assert details(api).status_code == 200
+    before = stored_count(database_url, 1)
+    with psycopg.connect(asyncpg_dsn(database_url)) as session:
+        # Nothing a count touches: only the buyers page's read waits.
+        session.execute("LOCK TABLE purchases IN ACCESS EXCLUSIVE MODE")
+        with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+            response = api.get("/1.0/package/buyers.json", key, package="com.alpha.paid")
+        assert_unavailable(response, caplog)
+        assert "ratelimit-limit" in response.headers  # the key was accepted
+        deadline = time.monotonic() + 5
+        while stored_count(database_url, 1) != before:
+            assert time.monotonic() < deadline, "the count was not taken back within 5 s"
+            time.sleep(0.01)  # polling the database, not timing anything
+        session.rollback()
+    assert api.get("/1.0/package/buyers.json", key, package="com.alpha.paid").status_code == 200
+    assert stored_count(database_url, 1) == before + 1
