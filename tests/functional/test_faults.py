@@ -88,8 +88,8 @@ def test_a_locked_database_is_503_code_15_with_retry_after_and_recovers(
 ) -> None:
     assert details(api).status_code == 200
     before = stored_count(database_url, 1)
-    # The count waits for the lock: 10 s on either backend (the busy budget, the
-    # statement timeout), then the request gives up.
+    # The count waits for the lock until the request's deadline (5 s by default, under the
+    # busy budget and the statement timeout, 10 s each), then the request gives up.
     with counts_locked(database_url), caplog.at_level(logging.WARNING, logger="pkgcat.http"):
         response = details(api)
     assert_unavailable(response, caplog)
