@@ -1,9 +1,12 @@
-"""A TCP proxy on 127.0.0.1 that a test can cut and restore: a database or Redis gone, then back.
+"""A TCP proxy on 127.0.0.1 that a test can cut and restore, or stall and resume: a database
+or Redis gone, or silent, then back.
 
 The shared PostgreSQL and Redis are never stopped (other tests use them): a test
 points the server at this proxy instead, and cutting the proxy makes the service
 unreachable for that server alone. Cut, it closes every connection it carries
 and stops listening, so connects are refused; restored, it listens on the same port.
+Stalled, it keeps every connection open and accepts new ones, but holds what either
+side sends (a server frozen, sockets open, no replies); resumed, it delivers it all.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class Proxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     def _call(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(WAIT)
@@ -45,6 +50,14 @@ class Proxy:
 
     def restore(self) -> None:
         self._call(self._listen())
+
+    def stall(self) -> None:
+        """Hold whatever either side sends, connections left open, until :meth:`resume`."""
+        self._loop.call_soon_threadsafe(self._flowing.clear)
+
+    def resume(self) -> None:
+        """Deliver what was held, and forward again."""
+        self._loop.call_soon_threadsafe(self._flowing.set)
 
     def stop(self) -> None:
         self.cut()
@@ -79,6 +92,7 @@ class Proxy:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
+                await self._flowing.wait()
                 writer.write(data)
                 await writer.drain()
         self._writers.discard(writer)

@@ -72,6 +72,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         metrics=metrics,
         query_keys=settings.query_keys,
         access_log=access_log,
+        deadline=settings.request_deadline,
     )
 
 

@@ -57,6 +57,12 @@ class Settings(BaseSettings):
         le=100,
         description="PostgreSQL connections each server worker keeps open (SQLite uses one).",
     )
+    request_deadline: float = Field(
+        default=5.0,
+        ge=0.1,
+        le=60.0,
+        description="Seconds an API request may take before it is answered 503 (code 15, `Retry-After`) and not counted: a database that stops answering holds no request longer.",
+    )
     redis_url: str | None = Field(
         default=None,
         description="Redis address (`redis://host:port/db`): when set, the rate limit is kept there and holds across every worker and host.",

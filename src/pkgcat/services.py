@@ -64,6 +64,9 @@ STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Cha
 """Purchase statuses as a request spells them (any case) and as they are stored."""
 CURSOR_KEY = "cursor_key"
 """The name of the per-database secret that signs cursors (migration 0005)."""
+FIRST_DAY = date(1970, 1, 1)
+"""The first day a range may hold: times are stored as unix seconds, and days before it
+would reach the calendar's start once moved to a zone (year 1 has no day before it)."""
 UNNAMED = "-"
 """The operation a request is counted under when its caller names none."""
 
@@ -110,13 +113,20 @@ def day_range(
     """The days from ``start`` to ``end`` inclusive, as given (``YYYY-MM-DD`` in the caller's zone).
 
     ``end`` defaults to ``today``, ``start`` to ``default_days`` days before
-    ``end``. Code 2 naming the parameter when ``end`` is after ``today``,
-    ``start`` after ``end``, or the range holds more than ``max_days`` days.
+    ``end`` (or :data:`FIRST_DAY`, if that is later). Code 2 naming the parameter
+    when either is before :data:`FIRST_DAY`, ``end`` is after ``today``, ``start``
+    after ``end``, or the range holds more than ``max_days`` days.
     """
     last = today if end is None else day_parameter("end", end)
+    first = None if start is None else day_parameter("start", start)
+    if first is not None and first < FIRST_DAY:
+        raise InvalidArgument("start", f"must not be before {FIRST_DAY.isoformat()}")
+    if last < FIRST_DAY:
+        raise InvalidArgument("end", f"must not be before {FIRST_DAY.isoformat()}")
     if last > today:
         raise InvalidArgument("end", f"must not be after today ({today.isoformat()})")
-    first = last - timedelta(days=default_days) if start is None else day_parameter("start", start)
+    if first is None:
+        first = max(last - timedelta(days=default_days), FIRST_DAY)
     if first > last:
         raise InvalidArgument("start", f"must not be after end ({last.isoformat()})")
     if (last - first).days + 1 > max_days:
@@ -168,7 +178,7 @@ class CatalogueService:
         self._cursors: Cursors | None = None
 
     async def admit(
-        self, secret_key: str | None, operation: str = UNNAMED
+        self, secret_key: str | None, operation: str = UNNAMED, cutoff: float | None = None
     ) -> tuple[Caller, RateDecision]:
         """Authenticate a request, spend one request of its limit and count it under ``operation``.
 
@@ -179,6 +189,9 @@ class CatalogueService:
         application, and a dropped count is refused. When the commit read a
         newer generation than the key was checked in (SQLite learns of
         changes there), the caller is read again for its shape and zone.
+
+        ``cutoff`` (POSIX seconds): a commit that would reach the database after it
+        counts nothing and fails (the request's deadline is near: it will be 503).
         """
         caller = await self.authenticate(secret_key)
         decision = await self._limiter.hit(caller.application.id)
@@ -193,12 +206,20 @@ class CatalogueService:
             caller.key.id,
             int(caller.now.timestamp()),
             operation,
+            cutoff,
         )
         if counted.requests == 0:  # the key or its application had gone at the commit
             raise Unauthenticated(_REVOKED)
         if counted.generation >= 0 and counted.generation != caller.generation:
             caller = await self._refresh(caller, await self._catalogue.generation())
         return caller._replace(requests_today=counted.requests), decision
+
+    def retract(self, caller: Caller, operation: str = UNNAMED) -> None:
+        """Take back the count :meth:`admit` committed for a request that is answered 503 after all.
+
+        A 503 says "not counted, retry": the count leaves with the next commit of counts.
+        """
+        self._counter.retract(caller.application.id, caller.today, operation)
 
     async def authenticate(self, secret_key: str | None) -> Caller:
         """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""

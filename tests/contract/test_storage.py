@@ -9,12 +9,14 @@ path relies on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import TypeVar
 
+import psycopg
 from sqlalchemy import text
 
 from pkgcat import keys
@@ -22,6 +24,7 @@ from pkgcat.config import Settings
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.backends import Storage, open_storage
 from pkgcat.storage.engine import engine_for, write_transaction
+from pkgcat.storage.postgres.connection import asyncpg_dsn
 from pkgcat.storage.writes import removal
 from tests import factories as f
 from tests.conftest import Clock, stored_count
@@ -206,9 +209,11 @@ def test_a_failing_count_fails_its_callers_and_the_next_one_lands(
     assert stored_count(database_url, 2) == 0
 
 
-def test_a_cancelled_caller_does_not_cancel_the_others_count(
+def test_a_cancelled_caller_is_not_counted_and_does_not_cancel_the_others_count(
     database_url: str, catalogue: dict[str, str]
 ) -> None:
+    """A request cancelled at its deadline is answered 503, which is never counted."""
+
     async def work(storage: Storage) -> None:
         leaving = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
         staying = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
@@ -217,7 +222,73 @@ def test_a_cancelled_caller_does_not_cancel_the_others_count(
         await staying
 
     run(database_url, work)
+    assert stored_count(database_url, 1) == 1
+
+
+def test_a_count_taken_back_leaves_with_the_next_commit(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    async def work(storage: Storage) -> list[int]:
+        counted = [await storage.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(3)]
+        storage.usage.retract(1, DAY, OPERATION)
+        counted.append(await storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+        storage.usage.retract(1, DAY, OPERATION)  # alone: committed by itself
+        deadline = time.monotonic() + 5
+        while (await storage.usage.usage(1, DAY, DAY)).get(DAY) != 2:
+            assert time.monotonic() < deadline, "the count taken back did not leave within 5 s"
+            await asyncio.sleep(0.005)  # waiting for a commit, not timing anything
+        return [c.requests for c in counted]
+
+    assert run(database_url, work) == [1, 2, 3, 3]  # the one taken back left first
     assert stored_count(database_url, 1) == 2
+
+
+def test_a_caller_cancelled_once_its_commit_has_left_is_taken_back(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """Cancelled (its request answered 503) after its count left for the database: the
+    count lands, then leaves with the next commit."""
+
+    async def work(storage: Storage) -> None:
+        await storage.usage.record(1, DAY, 1, WHEN, OPERATION)  # connections open
+        if database_url.startswith("sqlite"):
+            # The commit is one step of the loop: cancelled between it and the caller's wakeup.
+            leaving = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+            while storage.counter.pending_counts == 0:
+                await asyncio.sleep(0)
+            while storage.counter.pending_counts:
+                await asyncio.sleep(0)
+            assert not leaving.done()
+            leaving.cancel()
+        else:
+            # The batch waits on a row lock another session holds: cancelled meanwhile.
+            with psycopg.connect(asyncpg_dsn(database_url), autocommit=False) as session:
+                session.execute("SELECT * FROM usage_days WHERE application_id = 1 FOR UPDATE")
+                leaving = asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+                while not await asyncio.to_thread(_waiting_on_a_lock, database_url):
+                    await asyncio.sleep(0.005)  # polling the database, not timing anything
+                leaving.cancel()
+                session.rollback()
+        with contextlib.suppress(asyncio.CancelledError):
+            await leaving
+        deadline = time.monotonic() + 5
+        while (await storage.usage.usage(1, DAY, DAY)).get(DAY) != 1:
+            assert time.monotonic() < deadline, "the count was not taken back within 5 s"
+            await storage.usage.record(1, DAY, 1, WHEN, OPERATION)  # a commit to carry it
+            storage.usage.retract(1, DAY, OPERATION)
+            await asyncio.sleep(0.005)
+
+    run(database_url, work)
+    assert stored_count(database_url, 1) == 1
+
+
+def _waiting_on_a_lock(database_url: str) -> bool:
+    with psycopg.connect(asyncpg_dsn(database_url)) as db:
+        found = db.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO usage_days%'"
+        ).fetchone()
+    return found is not None and found[0] > 0
 
 
 def test_a_count_says_the_days_count_and_a_dropped_one_says_zero(

@@ -10,11 +10,16 @@ be used. Each fault lasts as long as the test holds it, and no longer.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -23,10 +28,12 @@ from starlette.testclient import TestClient
 
 from pkgcat.app import create_app
 from pkgcat.config import Settings
+from pkgcat.storage.migrate import upgrade
 from pkgcat.storage.postgres.connection import asyncpg_dsn
 from pkgcat.storage.sqlite import sqlite_path
 from tests.conftest import Api, AppFactory, Clock, stored_count
-from tests.proxy import proxied
+from tests.proxy import Proxy, proxied
+from tests.servers import counted, environment, seed, serving
 
 DETAILS = "/1.0/package/details.json"
 
@@ -81,8 +88,8 @@ def test_a_locked_database_is_503_code_15_with_retry_after_and_recovers(
 ) -> None:
     assert details(api).status_code == 200
     before = stored_count(database_url, 1)
-    # The count waits for the lock: 10 s on either backend (the busy budget, the
-    # statement timeout), then the request gives up.
+    # The count waits for the lock until the request's deadline (5 s by default, under the
+    # busy budget and the statement timeout, 10 s each), then the request gives up.
     with counts_locked(database_url), caplog.at_level(logging.WARNING, logger="pkgcat.http"):
         response = details(api)
     assert_unavailable(response, caplog)
@@ -137,3 +144,184 @@ def test_readiness_follows_redis_while_requests_fail_open(
 
         proxy.restore()
         assert api.http.get("/readyz").status_code == 200
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_silent_postgresql_is_503_at_the_deadline_and_nothing_is_counted(
+    database_url: str, clock: Clock, catalogue: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sockets open, no replies: each request is answered 503 at its deadline, and the counts
+    it sent, delivered once the database answers again, count nothing."""
+    with proxied(database_url) as (proxy, through):
+        settings = Settings(database_url=through, request_deadline=1.0)
+        with TestClient(create_app(settings, clock=clock), raise_server_exceptions=False) as client:
+            api = Api(http=client, keys=catalogue, pushed=True)
+            assert details(api).status_code == 200  # caches warm, pool open
+            before = stored_count(database_url, 1)
+
+            proxy.stall()
+            for _ in range(3):
+                caplog.clear()
+                with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+                    response = details(api)
+                assert_unavailable(response, caplog)
+                assert "no answer within 1 s" in caplog.text
+            proxy.resume()
+
+            served = [details(api).status_code for _ in range(5)]
+    assert served == [200] * 5
+    assert stored_count(database_url, 1) == before + 5
+
+
+def test_a_locked_database_is_503_at_the_deadline(
+    make_api: AppFactory, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = make_api(request_deadline=0.5)
+    assert details(api).status_code == 200
+    before = stored_count(database_url, 1)
+    started = time.monotonic()
+    with counts_locked(database_url), caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+        response = details(api)
+    # Not the 10 s a count may wait for the lock: the deadline's half second, give or take
+    # the tenth of a second between two looks for late requests (a loose bound, no timing).
+    assert time.monotonic() - started < 5
+    assert_unavailable(response, caplog)
+    assert stored_count(database_url, 1) == before
+    assert details(api).status_code == 200
+    assert stored_count(database_url, 1) == before + 1
+
+
+@pytest.fixture
+def sqlite_url(small_disk: Path) -> str:
+    """This module's SQLite files are on a small disk of their own."""
+    url = f"sqlite:///{small_disk / 'pkgcat.db'}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs of the test's own (mounting needs root: in CI the test fails without it)."""
+    mountpoint = tmp_path / "disk"
+    mountpoint.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mountpoint)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
+        pytest.skip("mounting a small filesystem needs root")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "--lazy", str(mountpoint)], check=True)
+
+
+def _fill(path: Path) -> None:
+    """Write ``path`` until the filesystem it is on has no byte left."""
+    with path.open("wb", buffering=0) as filler:
+        with contextlib.suppress(OSError):  # ENOSPC: full
+            while True:
+                filler.write(b"\0" * 65536)
+        with contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 512)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_full_disk_is_503_code_15_in_one_line_and_nothing_is_counted(
+    api: Api, database_url: str, small_disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert details(api).status_code == 200
+    before = stored_count(database_url, 1)
+    filler = small_disk / "filler"
+    _fill(filler)
+    # The log file has room for some commits yet: served until it has none.
+    served = 0
+    while (response := details(api)).status_code == 200:
+        served += 1
+        assert served < 10_000, "the disk never filled"
+    for _ in range(3):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="pkgcat"):
+            response = details(api)
+        assert_unavailable(response, caplog)
+        assert "database unavailable (OperationalError)" in caplog.text
+    filler.unlink()
+    # Room again: served and counted, with no restart.
+    assert [details(api).status_code for _ in range(3)] == [200] * 3
+    assert stored_count(database_url, 1) == before + served + 3
+
+
+@contextmanager
+def silent(database_url: str, proxy: Proxy | None) -> Iterator[None]:
+    """The database not answering this server: PostgreSQL's replies held by the proxy, or
+    SQLite's write lock held by another process (a commit then waits, as for a silent one)."""
+    if proxy is None:
+        with counts_locked(database_url):
+            yield
+        return
+    proxy.stall()
+    try:
+        yield
+    finally:
+        proxy.resume()
+
+
+@pytest.mark.server
+def test_a_real_server_answers_503_at_the_deadline_and_counts_exactly(
+    database_url: str, tmp_path: Path
+) -> None:
+    """`pkgcat serve` (granian, a worker process) under the same fault: each request 503 at
+    its deadline, and the counts afterwards exact, none of the 503s among them."""
+    env = environment(database_url)
+    apps = seed(env)
+    key = apps[0]["secret_key"]
+    with contextlib.ExitStack() as stack:
+        proxy = None
+        if database_url.startswith("postgres"):
+            proxy, through = stack.enter_context(proxied(database_url))
+            env = environment(through)
+        served = stack.enter_context(
+            serving({**env, "PKGCAT_REQUEST_DEADLINE": "1"}, tmp_path / "server.log", apps=apps)
+        )
+        url = f"{served.base}{DETAILS}"
+        params = {"package": "com.havoclabs.velvet"}
+        headers = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(url, params=params, headers=headers).status_code == 200
+        before = counted(database_url)
+        with silent(database_url, proxy):
+            refused = [httpx.get(url, params=params, headers=headers, timeout=30) for _ in range(3)]
+        answered = [httpx.get(url, params=params, headers=headers, timeout=30) for _ in range(5)]
+    assert [(r.status_code, r.json()["code"]) for r in refused] == [(503, 15)] * 3
+    assert all(r.headers["retry-after"] == "1" for r in refused)
+    assert [r.status_code for r in answered] == [200] * 5
+    assert counted(database_url) == before + 5
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_503_after_the_count_landed_takes_the_count_back(
+    make_api: AppFactory, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The count commits, then the operation's own read waits on a lock past the deadline: the
+    answer is 503, and the count it had is taken back."""
+    api = make_api(request_deadline=1.0)
+    key = api.keys["alpha-a"]
+    assert details(api).status_code == 200
+    before = stored_count(database_url, 1)
+    with psycopg.connect(asyncpg_dsn(database_url)) as session:
+        # Nothing a count touches: only the buyers page's read waits.
+        session.execute("LOCK TABLE purchases IN ACCESS EXCLUSIVE MODE")
+        with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+            response = api.get("/1.0/package/buyers.json", key, package="com.alpha.paid")
+        assert_unavailable(response, caplog)
+        assert "ratelimit-limit" in response.headers  # the key was accepted
+        deadline = time.monotonic() + 5
+        while stored_count(database_url, 1) != before:
+            assert time.monotonic() < deadline, "the count was not taken back within 5 s"
+            time.sleep(0.01)  # polling the database, not timing anything
+        session.rollback()
+    assert api.get("/1.0/package/buyers.json", key, package="com.alpha.paid").status_code == 200
+    assert stored_count(database_url, 1) == before + 1

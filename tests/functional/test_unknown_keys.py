@@ -1,5 +1,6 @@
 """Keys no catalogue holds: refused again without a lookup, forgotten when a key is created,
-and never more of them kept than their share of the cache, on both databases."""
+and never more of them kept than their share of the cache, on both databases; packages no
+catalogue holds, kept as found ones are."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from sqlalchemy import insert
 from pkgcat import keys
 from pkgcat.config import Settings
 from pkgcat.storage import schema
+from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.backends import Storage, open_storage
 from pkgcat.storage.cache import cache_bytes
 from pkgcat.storage.engine import engine_for, write_transaction
+from tests import factories as f
 from tests.conftest import AppFactory
 
 DETAILS = "/1.0/package/details.json"
@@ -109,3 +112,36 @@ def test_random_keys_never_hold_more_than_their_share_of_the_cache(
             await storage.close()
 
     asyncio.run(flood())
+
+
+def test_an_unknown_package_is_kept_as_a_found_one_is(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """Both are code 8 to another source; if only the found one were kept, the time of an
+    answer would tell that another seller's offline package exists."""
+
+    async def reads(package_id: str) -> int:
+        storage = open_storage(Settings(database_url=database_url))
+        try:
+            await _knowing_the_generation(storage)
+            caches = storage.catalogue.caches()
+            watched = ("packages", "unknown_packages")
+            for _ in range(5):
+                await storage.catalogue.package(package_id)
+            return sum(caches[name].hits for name in watched if name in caches)
+        finally:
+            await storage.close()
+
+    offline, unknown = asyncio.run(reads("com.alpha.offline")), asyncio.run(reads("com.no.such"))
+    assert offline == unknown == 4
+
+
+def test_a_package_that_appears_after_it_was_asked_for_is_found(
+    make_api: AppFactory, admin: CatalogueAdmin
+) -> None:
+    api = make_api()
+    key = api.keys["alpha-a"]
+    for _ in range(2):
+        assert api.get(DETAILS, key, package="com.alpha.later").json()["code"] == 8
+    admin.load(packages=[f.package(6, 1, "com.alpha.later")])
+    assert api.get(DETAILS, key, package="com.alpha.later").status_code == 200

@@ -207,9 +207,10 @@ def test_a_counter_without_expiry_gets_one(redis_url: str, namespace: str) -> No
 
 def test_two_workers_share_one_exact_count(redis_url: str, namespace: str) -> None:
     async def main() -> list[RateDecision]:
-        # Two limiters with their own connection pools, as two worker processes have.
-        first = RedisLimiter(redis_url, "100/minute", namespace)
-        second = RedisLimiter(redis_url, "100/minute", namespace)
+        # Two limiters with their own connection pools, as two worker processes have; a
+        # patient timeout, as a busy machine's Redis may be slow: failing open is not tested here.
+        first = RedisLimiter(redis_url, "100/minute", namespace, timeout=5.0)
+        second = RedisLimiter(redis_url, "100/minute", namespace, timeout=5.0)
         try:
             return await asyncio.gather(*(hit(first if n % 2 else second, 42) for n in range(200)))
         finally:

@@ -35,6 +35,11 @@ def scope(peer: str, forwarded: str | None = None) -> dict[str, object]:
         ("2001:db8:1:2:3:4:5:6", None, "2001:db8:1:2::/64"),
         ("::ffff:203.0.113.5", None, "203.0.113.5"),
         ("fd00::1", "2001:db8:9:9::1", "2001:db8:9:9::/64"),
+        # A dual-stack listener (PKGCAT_HOST=::) gives an IPv4 proxy as ::ffff:a.b.c.d.
+        ("::ffff:10.0.0.2", "198.51.100.1", "198.51.100.1"),
+        ("::ffff:10.0.0.2", "198.51.100.1, ::ffff:10.0.0.3", "198.51.100.1"),
+        ("::ffff:10.0.0.2", None, "10.0.0.2"),
+        ("::ffff:203.0.113.5", "198.51.100.1", "203.0.113.5"),  # not a proxy
     ],
 )
 def test_the_client_is_the_peer_or_what_a_trusted_proxy_forwards(

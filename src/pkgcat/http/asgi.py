@@ -9,19 +9,20 @@ document, the documentation page, the health check) goes to a Starlette app.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import logging
 import re
 import secrets
 from collections.abc import Callable
-from time import perf_counter
+from time import perf_counter, time
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pkgcat.domain import RateDecision
+from pkgcat.domain import Caller, RateDecision
 from pkgcat.errors import (
     ApiError,
     InternalError,
@@ -70,6 +71,9 @@ anything else the log would redact."""
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
 _NO_STORE = (b"cache-control", b"no-store")
 _API_HEADERS = (_JSON, _NO_STORE, _NOSNIFF)
+SWEEP_EVERY = 0.1
+"""Seconds between two looks for requests past their deadline (one timer for them all:
+a timer per request would cost more than a tenth of a request)."""
 """Every API answer's fixed headers: JSON, never stored by a cache (it is one key's data,
 and a key may be in the query), and never sniffed as anything else by a browser."""
 
@@ -199,11 +203,13 @@ class ApiApp:
         metrics: Metrics | None = None,
         query_keys: bool = True,
         access_log: AccessLog | None = None,
+        deadline: float = 5.0,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
         ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
 
-        ``access_log``: where each request's line goes (none: no line).
+        ``access_log``: where each request's line goes (none: no line). ``deadline``: the
+        seconds an API request may take (``PKGCAT_REQUEST_DEADLINE``), then it is 503.
         """
         self.service = service
         self.query_keys = query_keys
@@ -223,6 +229,40 @@ class ApiApp:
         # Request ids: a random per-process prefix and a counter; unique, and cheap.
         self._prefix = secrets.token_hex(4)
         self._ids = itertools.count(1)
+        # Each API request under way (by a token of its own: a server may run several in one
+        # task) to its task and the loop time its deadline falls at, oldest first (every
+        # request has the same deadline); one timer a tenth of a second looks for late ones.
+        self._deadline = deadline
+        # A count must reach the database this long before the deadline, or it counts nothing:
+        # its reply then has that long to come back before the request is answered 503.
+        self._cutoff_after = deadline - min(1.0, deadline / 4)
+        self._inflight: dict[int, tuple[asyncio.Task[object], float]] = {}
+        self._late: set[int] = set()
+        self._sweeping: asyncio.AbstractEventLoop | None = None
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Cancel the requests past their deadline; look again while any is under way."""
+        if not self._inflight or loop.is_closed():
+            self._sweeping = None
+            return
+        now = loop.time()
+        for token, (task, ends) in self._inflight.items():
+            if ends > now:
+                break  # the rest came later
+            if token not in self._late:
+                self._late.add(token)
+                task.cancel()
+        loop.call_later(SWEEP_EVERY, self._sweep, loop)
+
+    def _unavailable_answer(
+        self, request_id: str, path: str, why: str, rate: Headers
+    ) -> tuple[int, bytes, Headers, int]:
+        """The 503 of a database locked, unreachable or silent: one log line, no trace."""
+        # Expected while it lasts, and no bug: one line, no trace.
+        log.warning("request %s to %s: %s", request_id, request_text(path), why)
+        unavailable = Unavailable(f"database unavailable; retry shortly; request id {request_id}")
+        status, body, headers = error_response(unavailable)
+        return status, body, rate + headers, unavailable.code
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -323,10 +363,55 @@ class ApiApp:
         authorization: bytes | None,
         if_none_match: bytes | None,
     ) -> tuple[int, bytes, Headers, int, int | None]:
-        """Status, body, headers, API code, and the caller's application id once known."""
+        """Status, body, headers, API code, and the caller's application id once known.
+
+        A request still under way at its deadline is cancelled and answered 503; one answered
+        503 once counted has its count taken back: a 503 is never counted.
+        """
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
         rate: Headers = []
+        admitted: list[Caller] = []
+        token = id(admitted)  # unique while the request lasts
+        if task is not None:
+            self._inflight[token] = (task, loop.time() + self._deadline)
+            if self._sweeping is not loop:
+                self._sweeping = loop
+                loop.call_later(SWEEP_EVERY, self._sweep, loop)
+        try:
+            return await self._answer_in_time(
+                scope, path, handler, request_id, authorization, if_none_match, rate, admitted
+            )
+        except asyncio.CancelledError:
+            if token not in self._late or task is None:
+                raise  # not ours: the server's
+            task.uncancel()
+            application = None
+            if admitted:  # counted before the deadline: taken back
+                self.service.retract(admitted[0], operation_name(path))
+                application = admitted[0].application.id
+            why = f"no answer within {self._deadline:g} s"
+            return *self._unavailable_answer(request_id, path, why, rate), application
+        finally:
+            self._inflight.pop(token, None)
+            self._late.discard(token)
+
+    async def _answer_in_time(
+        self,
+        scope: Scope,
+        path: str,
+        handler: Handler | None,
+        request_id: str,
+        authorization: bytes | None,
+        if_none_match: bytes | None,
+        rate: Headers,
+        admitted: list[Caller],
+    ) -> tuple[int, bytes, Headers, int, int | None]:
+        """:meth:`_answer`'s work; ``rate`` and ``admitted`` (the caller once counted) are
+        filled in as it goes, for the answer of a request cancelled at its deadline."""
         application: int | None = None
         query: Query = {}
+        caller: Caller | None = None
         try:
             if handler is None:
                 if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
@@ -345,9 +430,12 @@ class ApiApp:
             if "secret_key" in repeated:
                 raise Unauthenticated("secret_key: given more than once")
             key = presented_key(query.get("secret_key"), authorization, query_keys=self.query_keys)
-            caller, decision = await self.service.admit(key, operation_name(path))
+            caller, decision = await self.service.admit(
+                key, operation_name(path), time() + self._cutoff_after
+            )
             application = caller.application.id
-            rate = _rate_headers(decision)
+            admitted.append(caller)
+            rate.extend(_rate_headers(decision))
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
             body = await handler(self.service, caller, query, self.responses)
@@ -380,18 +468,10 @@ class ApiApp:
             return status, body, rate + headers, error.code, application
         except Exception as error:
             if self._unavailable(error):
-                # Expected while it lasts, and no bug: one line, no trace.
-                log.warning(
-                    "request %s to %s: database unavailable (%s)",
-                    request_id,
-                    request_text(path),
-                    type(error).__name__,
-                )
-                unavailable = Unavailable(
-                    f"database unavailable; retry shortly; request id {request_id}"
-                )
-                status, body, headers = error_response(unavailable)
-                return status, body, rate + headers, unavailable.code, application
+                if caller is not None:  # counted before the database failed: taken back
+                    self.service.retract(caller, operation_name(path))
+                why = f"database unavailable ({type(error).__name__})"
+                return *self._unavailable_answer(request_id, path, why, rate), application
             # The body says only that it failed; the log has the trace, under the same id.
             log.exception("request %s to %s failed", request_id, request_text(path))
             internal = InternalError(f"internal error; request id {request_id}")

@@ -75,12 +75,15 @@ class Parameter:
             return self.default
         text = raw.strip(BLANK)
         digits = text[1:] if text[:1] in "+-" else text
-        # Leading zeros are a spelling: 007 is 7, however many of them there are.
-        if not digits.isdigit() or not digits.isascii() or len(digits.lstrip("0")) > _MAX_DIGITS:
+        # Leading zeros are a spelling: 007 is 7, however many of them there are. They are
+        # dropped before converting, which Python refuses past 4,300 digits.
+        significant = digits.lstrip("0")
+        if not digits.isdigit() or not digits.isascii() or len(significant) > _MAX_DIGITS:
             raise InvalidArgument(
                 self.name, f"must be an integer of at most {_MAX_DIGITS} digits, got {raw!r}"
             )
-        return int(text)
+        value = int(significant or "0")
+        return -value if text[:1] == "-" else value
 
     def bounded(self, query: Query) -> int:
         """:meth:`integer`, refused outside ``minimum`` to ``maximum``."""

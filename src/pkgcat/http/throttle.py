@@ -121,10 +121,17 @@ def _forwarded_for(scope: Scope) -> str | None:
 
 
 def _within(host: str, networks: tuple[Network, ...]) -> bool:
+    """Whether ``host`` is in one of ``networks``; an IPv4 address written as IPv6 is itself.
+
+    A listener on ``::`` takes IPv4 connections too, and gives their peer as
+    ``::ffff:a.b.c.d``: that is the proxy ``a.b.c.d`` of the trusted list.
+    """
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
     return any(address in network for network in networks)
 
 

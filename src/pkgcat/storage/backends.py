@@ -89,7 +89,9 @@ def database_unavailable(error: Exception) -> bool:
     """
     if isinstance(error, sqlite3.OperationalError):
         text = str(error)
-        return any(sign in text for sign in ("locked", "busy", "unable to open", "disk I/O"))
+        return any(
+            sign in text for sign in ("locked", "busy", "unable to open", "disk I/O", "full")
+        )
     if isinstance(error, OSError):  # refused, reset, timed out (TimeoutError is one)
         return True
     asyncpg = sys.modules.get("asyncpg")  # imported by the PostgreSQL backend, if in use

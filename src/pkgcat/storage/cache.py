@@ -48,7 +48,8 @@ MARK_EVERY = 100
 CACHE_SHARES: dict[str, float] = {
     "responses": 7 / 16,  # rendered answers (http/routes.py)
     "sales": 1 / 16,  # sales totals per ledger (the same on every page of a walk)
-    "packages": 7 / 32,
+    "packages": 6 / 32,
+    "unknown_packages": 1 / 32,  # identifiers found in no catalogue
     "keys": 1 / 16,
     "unknown_keys": 1 / 32,  # hashes of keys found in no catalogue, about 12,000 by default
     "totals": 1 / 16,  # buyers counted per package
@@ -182,6 +183,13 @@ class CachedCatalogue:
         self._packages: GenerationCache[str, Package] = GenerationCache(
             cache_bytes(max_bytes, "packages")
         )
+        # Identifiers no catalogue holds, kept as packages are: an unknown package and another
+        # source's offline one are both code 8, and must take the same time, or the time would
+        # tell that the offline one exists. Apart, so that asking for made-up ones cannot push
+        # real packages out.
+        self._unknown_packages: GenerationCache[str, bool] = GenerationCache(
+            cache_bytes(max_bytes, "unknown_packages")
+        )
         self._totals: GenerationCache[int, int] = GenerationCache(cache_bytes(max_bytes, "totals"))
         self._marks: GenerationCache[int, list[BuyerKey]] = GenerationCache(
             cache_bytes(max_bytes, "marks")
@@ -209,7 +217,12 @@ class CachedCatalogue:
 
     def caches(self) -> dict[str, GenerationCache[Any, Any]]:
         """The caches worth watching (``/metrics``), by name."""
-        return {"keys": self._keys, "unknown_keys": self._unknown, "packages": self._packages}
+        return {
+            "keys": self._keys,
+            "unknown_keys": self._unknown,
+            "packages": self._packages,
+            "unknown_packages": self._unknown_packages,
+        }
 
     @property
     def known_generation(self) -> int:
@@ -241,8 +254,12 @@ class CachedCatalogue:
         generation = self._generation
         package = self._packages.get(generation, package_id)
         if package is None:
+            if self._unknown_packages.get(generation, package_id):
+                return None
             package = await self._reader.package(package_id)
-            if package is not None:
+            if package is None:
+                self._unknown_packages.put(generation, package_id, True)
+            else:
                 self._packages.put(generation, package_id, package)
         return package
 
@@ -371,9 +388,18 @@ class CachedUsage:
         )
 
     async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
+        self,
+        application_id: int,
+        day: date,
+        key_id: int,
+        when: int,
+        operation: str,
+        cutoff: float | None = None,
     ) -> Counted:
-        return await self._counter.record(application_id, day, key_id, when, operation)
+        return await self._counter.record(application_id, day, key_id, when, operation, cutoff)
+
+    def retract(self, application_id: int, day: date, operation: str) -> None:
+        self._counter.retract(application_id, day, operation)
 
     async def operations(
         self, application_id: int, first: date, last: date

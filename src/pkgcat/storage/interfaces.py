@@ -230,9 +230,20 @@ class UsageCounter(Protocol):
     """Durable per-day request counts (also by operation), and the last-used time of each key."""
 
     async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
+        self,
+        application_id: int,
+        day: date,
+        key_id: int,
+        when: int,
+        operation: str,
+        cutoff: float | None = None,
     ) -> Counted:
         """Count one request of ``operation`` on ``day``; note that key ``key_id`` was used at ``when``.
+
+        A caller cancelled before its commit is not counted; one cancelled while its
+        commit was under way is taken back (:meth:`retract`) if that commit lands. A
+        commit that reaches the database after ``cutoff`` (POSIX seconds, the database's
+        clock) counts nothing, and the call fails as for an unreachable database.
 
         The day's count and its count by operation are committed together: a
         day's counts by operation always sum to its count (save days whose
@@ -246,6 +257,14 @@ class UsageCounter(Protocol):
         application deleted); and, where the backend reads it in the same
         snapshot, the catalogue generation. Last-used times may be kept at a
         coarser resolution (a minute) to keep writes off the hot path.
+        """
+        ...
+
+    def retract(self, application_id: int, day: date, operation: str) -> None:
+        """Take back one committed count of ``operation`` on ``day``, with the next commit.
+
+        For a request answered 503 after its count landed. Kept until a commit
+        carries it (one that fails keeps it for the next).
         """
         ...
 

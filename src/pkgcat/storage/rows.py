@@ -100,7 +100,7 @@ TOUCH_KEY = "UPDATE secret_keys SET last_used_at = ? WHERE id = ?"
 
 USAGE_OPERATIONS = """
 SELECT day, operation, count FROM usage_operations
-WHERE application_id = ? AND day >= ? AND day <= ?
+WHERE application_id = ? AND day >= ? AND day <= ? AND count > 0
 """
 
 # Parameters: application, day, operation, count: a batch's requests of one operation, written
@@ -110,6 +110,27 @@ INSERT INTO usage_operations (application_id, day, operation, count) VALUES (?, 
 ON CONFLICT (application_id, day, operation)
 DO UPDATE SET count = usage_operations.count + excluded.count
 """
+
+
+# Taking back counts of requests answered 503 after they landed (UsageCounter.retract).
+# Parameters: count, application, day (and operation). An operation's row left at 0 stays,
+# and is not read (USAGE_OPERATIONS).
+RETRACT = "UPDATE usage_days SET count = count - ? WHERE application_id = ? AND day = ?"
+RETRACT_OPERATION = """
+UPDATE usage_operations SET count = count - ?
+WHERE application_id = ? AND day = ? AND operation = ?
+"""
+
+
+def retractions(taken: dict[tuple[int, str, str], int]) -> dict[str, list[tuple[object, ...]]]:
+    """Each retraction statement's parameters for ``taken``: (application, day, operation) to count."""
+    by_day: dict[tuple[int, str], int] = {}
+    for (a, d, _), n in taken.items():
+        by_day[a, d] = by_day.get((a, d), 0) + n
+    return {
+        RETRACT: [(n, a, d) for (a, d), n in by_day.items()],
+        RETRACT_OPERATION: [(n, a, d, o) for (a, d, o), n in taken.items()],
+    }
 
 
 def operations_by_day(found: Iterable[Row]) -> dict[date, dict[str, int]]:

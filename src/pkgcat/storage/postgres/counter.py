@@ -25,6 +25,16 @@ deadlock.
 Last-used times (at most one write a minute per key and worker) follow in a
 second statement of the same batch, which locks the key rows in id order
 first, for the same reason.
+
+A 503 is never counted. The statement carries the batch's cutoff (the
+earliest of its requests' deadlines, less a margin): if it reaches the
+database later than that (a database that stopped answering, then woke), it
+counts nothing, and its requests fail as for an unreachable database. A
+request cancelled at its deadline before its batch left is not in it; one
+cancelled while its batch was in flight, if that batch lands, is taken back
+(:meth:`PostgresCounter.retract`) by the next batch, as are the counts of
+requests answered 503 after their count landed: as negative counts in the
+same statement.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from datetime import date
+from typing import Any, NamedTuple
 
 from pkgcat.storage import rows
 from pkgcat.storage.interfaces import Counted
@@ -49,6 +60,7 @@ WITH counted AS (
     SELECT c.application_id, c.day, c.count
     FROM unnest($1::integer[], $2::text[], $3::bigint[]) AS c(application_id, day, count)
     JOIN applications AS a ON a.id = c.application_id
+    WHERE statement_timestamp() < to_timestamp($8::float8)
     ORDER BY c.application_id, c.day
     FOR KEY SHARE OF a
     ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
@@ -59,12 +71,16 @@ WITH counted AS (
     FROM unnest($4::integer[], $5::text[], $6::text[], $7::bigint[])
         AS o(application_id, day, operation, count)
     JOIN applications AS a ON a.id = o.application_id
+    WHERE statement_timestamp() < to_timestamp($8::float8)
     ORDER BY o.application_id, o.day, o.operation
     FOR KEY SHARE OF a
     ON CONFLICT (application_id, day, operation)
     DO UPDATE SET count = usage_operations.count + excluded.count
 )
 SELECT application_id, day, count FROM counted
+UNION ALL  -- a row of nulls: too late, nothing counted
+SELECT NULL::integer, NULL::text, NULL::bigint
+WHERE statement_timestamp() >= to_timestamp($8::float8)
 """
 _TOUCH = """
 WITH locked AS (
@@ -75,6 +91,27 @@ FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
 WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
 """
 _USAGE = rows.numbered(rows.USAGE)
+_NEVER = float("inf")
+"""The cutoff of a batch with no deadline (PostgreSQL reads it as ``infinity``)."""
+
+Waiter = tuple["asyncio.Future[Counted]", tuple[int, str], str, float]
+"""A waiting request's future, the (application, day) of its count, its operation and cutoff."""
+
+
+class Batch(NamedTuple):
+    """What one commit carries."""
+
+    counts: dict[tuple[int, str], int]
+    operations: dict[tuple[int, str, str], int]
+    touches: dict[int, int]
+    retracted: dict[tuple[int, str, str], int]
+    cutoff: float
+
+
+class TooLate(TimeoutError):
+    """A batch reached the database after its cutoff: nothing of it was counted."""
+
+
 _USAGE_OPERATIONS = rows.numbered(rows.USAGE_OPERATIONS)
 
 
@@ -84,12 +121,12 @@ class PostgresCounter:
     def __init__(self, database: PostgresDatabase) -> None:
         self._database = database
         self._last_used = LastUsed()
-        self._counts: dict[tuple[int, str], int] = {}
-        self._operations: dict[tuple[int, str, str], int] = {}
         self._touches: dict[int, int] = {}
-        # Each waiting request's future and the (application, day) of its count,
-        # resolved with that day's count by the batch that carries it.
-        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]] = []
+        # Each waiting request's future, the (application, day) of its count, its operation
+        # and cutoff, resolved with that day's count by the batch that carries it.
+        self._waiters: list[Waiter] = []
+        # (application, day, operation) -> counts to take back with the next batch.
+        self._retracted: dict[tuple[int, str, str], int] = {}
         self._in_flight: asyncio.Task[None] | None = None
         self._flying = 0
         self.on_flush: Callable[[float], None] | None = None
@@ -115,61 +152,77 @@ class PostgresCounter:
         return rows.operations_by_day(found)
 
     async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
+        self,
+        application_id: int,
+        day: date,
+        key_id: int,
+        when: int,
+        operation: str,
+        cutoff: float | None = None,
     ) -> Counted:
         key = (application_id, day.isoformat())
-        self._counts[key] = self._counts.get(key, 0) + 1
-        split = (*key, operation)
-        self._operations[split] = self._operations.get(split, 0) + 1
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[Counted] = loop.create_future()
-        self._waiters.append((waiter, key))
+        self._waiters.append((waiter, key, operation, _NEVER if cutoff is None else cutoff))
         if len(self._waiters) == 1 and self._in_flight is None:
             # After the callbacks already queued: the requests of this turn join in.
             loop.call_soon(self._send)
-        # A caller going away cancels only its own future: the batch goes on for the others.
-        return await waiter
+        # A caller going away cancels only its own future (and its count, if its batch has
+        # not left yet): the batch goes on for the others.
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if not waiter.cancelled() and waiter.exception() is None and waiter.result().requests:
+                # Cancelled just after its batch landed: taken back.
+                self.retract(application_id, day, operation)
+            raise
+
+    def retract(self, application_id: int, day: date, operation: str) -> None:
+        taken = (application_id, day.isoformat(), operation)
+        self._retracted[taken] = self._retracted.get(taken, 0) + 1
+        if self._in_flight is None and not self._waiters:
+            asyncio.get_running_loop().call_soon(self._send)
 
     def _send(self) -> None:
-        if not self._waiters or self._in_flight is not None:
+        if self._in_flight is not None or not (self._waiters or self._retracted):
             return
-        counts, operations = self._counts, self._operations
-        touches, waiters = self._touches, self._waiters
-        self._counts, self._operations, self._touches, self._waiters = {}, {}, {}, []
-        self._flying = len(waiters)
+        touches, waiters, retracted = self._touches, self._waiters, self._retracted
+        self._touches, self._waiters, self._retracted = {}, [], {}
+        counts: dict[tuple[int, str], int] = {}
+        operations: dict[tuple[int, str, str], int] = {}
+        cutoff = _NEVER
+        carried = []
+        for waiter in waiters:
+            if waiter[0].done():  # cancelled: its request has been answered without it
+                continue
+            carried.append(waiter)
+            _, key, operation, until = waiter
+            counts[key] = counts.get(key, 0) + 1
+            split = (*key, operation)
+            operations[split] = operations.get(split, 0) + 1
+            cutoff = min(cutoff, until)
+        # Counts taken back ride in the same statement, as negative counts: the totals
+        # it returns are exact.
+        for (a, d, operation), n in retracted.items():
+            counts[a, d] = counts.get((a, d), 0) - n
+            operations[a, d, operation] = operations.get((a, d, operation), 0) - n
+        self._flying = len(carried)
         self._in_flight = asyncio.get_running_loop().create_task(
-            self._commit(waiters, counts, operations, touches)
+            self._commit(carried, Batch(counts, operations, touches, retracted, cutoff))
         )
 
-    async def _commit(
-        self,
-        waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]],
-        counts: dict[tuple[int, str], int],
-        operations: dict[tuple[int, str, str], int],
-        touches: dict[int, int],
-    ) -> None:
+    async def _commit(self, waiters: list[Waiter], batch: Batch) -> None:
         started = time.perf_counter()
+        landed = False
         try:
-            ordered = sorted(counts.items())
-            split = sorted(operations.items())
-            key_ids = sorted(touches)
-            pool = await self._database.pool()
-            found = await pool.fetch(
-                _COUNT,
-                [a for (a, _), _ in ordered],
-                [d for (_, d), _ in ordered],
-                [n for _, n in ordered],
-                [a for (a, _, _), _ in split],
-                [d for (_, d, _), _ in split],
-                [o for (_, _, o), _ in split],
-                [n for _, n in split],
-            )
-            if key_ids:
-                await pool.execute(_TOUCH, key_ids, [touches[k] for k in key_ids])
+            found = await self._count(batch) if batch.counts else []
+            if found and found[-1]["application_id"] is None:
+                raise TooLate("the batch reached the database after its requests' deadline")
         except BaseException as error:
-            for waiter, _ in waiters:
+            self._keep(batch.retracted)
+            for waiter, *_ in waiters:
                 if not waiter.done():
                     waiter.set_exception(error)
             if isinstance(error, asyncio.CancelledError):
@@ -177,15 +230,45 @@ class PostgresCounter:
         else:
             # The generation is not read here: the change feed pushes it (-1: not known).
             totals = {(row["application_id"], row["day"]): int(row["count"]) for row in found}
-            for waiter, counted in waiters:
-                if not waiter.done():  # cancelled when its request went away
-                    waiter.set_result(Counted(totals.get(counted, 0), -1))
+            for waiter, key, operation, _ in waiters:
+                requests = totals.get(key, 0)
+                if not waiter.done():
+                    waiter.set_result(Counted(requests, -1))
+                elif requests:  # cancelled at its deadline while the batch was in flight
+                    self._keep({(*key, operation): 1})
+            landed = True
         finally:
             self._in_flight, self._flying = None, 0
             if self.on_flush is not None:
                 self.on_flush(time.perf_counter() - started)
-            if self._waiters:
+            # Counts to take back left alone wait for a batch that works, not a loop of retries.
+            if self._waiters or (self._retracted and landed):
                 self._send()
+
+    async def _count(self, batch: Batch) -> list[Any]:
+        """The batch's counts, in one statement; its last-used times, in a second."""
+        ordered = sorted(batch.counts.items())
+        split = sorted(batch.operations.items())
+        key_ids = sorted(batch.touches)
+        pool = await self._database.pool()
+        found: list[Any] = await pool.fetch(
+            _COUNT,
+            [a for (a, _), _ in ordered],
+            [d for (_, d), _ in ordered],
+            [n for _, n in ordered],
+            [a for (a, _, _), _ in split],
+            [d for (_, d, _), _ in split],
+            [o for (_, _, o), _ in split],
+            [n for _, n in split],
+            batch.cutoff,
+        )
+        if key_ids and not (found and found[-1]["application_id"] is None):
+            await pool.execute(_TOUCH, key_ids, [batch.touches[k] for k in key_ids])
+        return found
+
+    def _keep(self, retracted: dict[tuple[int, str, str], int]) -> None:
+        for taken, n in retracted.items():
+            self._retracted[taken] = self._retracted.get(taken, 0) + n
 
     async def close(self) -> None:
         # A batch may be queued behind the one in flight: wait for both.

@@ -10,6 +10,11 @@ blocking the loop, for up to ``busy_budget`` seconds; then the waiting
 requests fail (code 15). Every worker commits to the same file, so
 :meth:`~SqliteCounter.usage` read by any worker includes every worker's counts.
 
+A request cancelled before its commit (answered 503 at its deadline) is left
+out of it; one cancelled just after, or answered 503 for a later failure, is
+taken back (:meth:`SqliteCounter.retract`) by the next commit: a 503 is never
+counted.
+
 The same transaction adds the batch's counts by operation to
 ``usage_operations``: one row per (application, day, operation) of the batch,
 in one ``executemany``, and only for the counts that landed in ``usage_days``.
@@ -86,14 +91,14 @@ class SqliteCounter:
         self._changes = changes
         self._busy_budget = busy_budget
         self._last_used = LastUsed()
-        # (application, key, day) -> requests of the batch
-        self._counts: dict[tuple[int, int, str], int] = {}
-        # (application, key, day, operation) -> requests of the batch
-        self._operations: dict[tuple[int, int, str, str], int] = {}
         self._touches: dict[int, int] = {}
-        # Each waiting request's future and the (application, key, day) of its count,
-        # resolved by the commit that carries it.
-        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str]]] = []
+        # Each waiting request's future, the (application, key, day) of its count and its
+        # operation, resolved by the commit that carries it; the batch's counts are added up
+        # from them at the commit, without the requests cancelled by then.
+        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str], str]] = []
+        self._scheduled = False
+        # (application, day, operation) -> counts to take back with the next commit.
+        self._retracted: dict[tuple[int, str, str], int] = {}
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -124,44 +129,75 @@ class SqliteCounter:
         return rows.operations_by_day(found)
 
     async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
+        self,
+        application_id: int,
+        day: date,
+        key_id: int,
+        when: int,
+        operation: str,
+        cutoff: float | None = None,  # noqa: ARG002 - a commit here is on this thread, never late
     ) -> Counted:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             if self._loop is not None:
                 raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
             self._loop = loop
-        iso_day = day.isoformat()
-        key = (application_id, key_id, iso_day)
-        self._counts[key] = self._counts.get(key, 0) + 1
-        split = (*key, operation)
-        self._operations[split] = self._operations.get(split, 0) + 1
+        key = (application_id, key_id, day.isoformat())
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
         waiter: asyncio.Future[Counted] = loop.create_future()
-        self._waiters.append((waiter, key))
-        if len(self._waiters) == 1:  # the first of a batch: no commit is scheduled yet
+        self._waiters.append((waiter, key, operation))
+        if not self._scheduled:  # the first of a batch: no commit is scheduled yet
+            self._scheduled = True
             # Runs after the callbacks already queued: the requests of this turn join in.
             loop.call_soon(self._commit)
-        # A caller going away cancels only its own future: the commit goes on for the others.
-        return await waiter
+        # A caller going away cancels only its own future, and its count is left out of the
+        # commit; the commit goes on for the others.
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if not waiter.cancelled() and waiter.exception() is None and waiter.result().requests:
+                # Cancelled just after its commit landed: taken back.
+                self.retract(application_id, day, operation)
+            raise
+
+    def retract(self, application_id: int, day: date, operation: str) -> None:
+        taken = (application_id, day.isoformat(), operation)
+        self._retracted[taken] = self._retracted.get(taken, 0) + 1
+        if not self._scheduled and self._loop is not None:
+            self._scheduled = True
+            self._loop.call_soon(self._commit)
 
     def _commit(self) -> None:
         """Commit every pending count and last-used time in one transaction."""
         if self.on_flush is not None and self._flush_started is None:
             self._flush_started = time.perf_counter()
+        counts: dict[tuple[int, int, str], int] = {}
+        operations: dict[tuple[int, int, str, str], int] = {}
+        for waiter, key, operation in self._waiters:
+            if waiter.done():  # cancelled: its request has been answered without it
+                continue
+            counts[key] = counts.get(key, 0) + 1
+            split = (*key, operation)
+            operations[split] = operations.get(split, 0) + 1
+        if not counts and not self._retracted and not self._touches:
+            self._finish(None)
+            return
         try:
             db = self._database.db
             totals: dict[tuple[int, str], int] = {}
             live: set[tuple[int, int, str]] = set()
             db.execute("BEGIN IMMEDIATE")
             try:
-                for (a, k, d), n in self._counts.items():
+                # First, so that the totals the increments return are exact.
+                for statement, parameters in rows.retractions(self._retracted).items():
+                    db.executemany(statement, parameters)
+                for (a, k, d), n in counts.items():
                     row = db.execute(rows.INCREMENT, (d, n, k, a)).fetchone()
                     if row is not None:  # else dropped: the key has gone
                         totals[a, d] = int(row[0])
                         live.add((a, k, d))
-                db.executemany(rows.INCREMENT_OPERATION, self._split(live))
+                db.executemany(rows.INCREMENT_OPERATION, _split(operations, live))
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
                 generation = read_generation(db)
                 db.execute("COMMIT")
@@ -179,15 +215,8 @@ class SqliteCounter:
         else:
             if self._changes is not None:
                 self._changes.observe(generation)
+            self._retracted = {}
             self._finish(None, {k: Counted(totals[k[0], k[2]], generation) for k in live})
-
-    def _split(self, live: set[tuple[int, int, str]]) -> list[tuple[int, str, str, int]]:
-        """The batch's landed counts by (application, day, operation): one row each."""
-        totals: dict[tuple[int, str, str], int] = {}
-        for (a, k, d, operation), n in self._operations.items():
-            if (a, k, d) in live:
-                totals[a, d, operation] = totals.get((a, d, operation), 0) + n
-        return [(a, d, operation, n) for (a, d, operation), n in totals.items()]
 
     def _retry_later(self) -> bool:
         """Try the commit again soon, unless the write lock has been busy for too long."""
@@ -215,10 +244,9 @@ class SqliteCounter:
             self._flush_started = None
         counted = counted or {}
         self._busy_since = None
-        self._counts = {}
-        self._operations = {}
+        self._scheduled = False
         self._touches = {}
-        for waiter, key in waiters:
+        for waiter, key, _ in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
                     waiter.set_result(counted.get(key, _DROPPED))
@@ -271,3 +299,14 @@ class SqliteCounter:
             self._checkpoint_db.close()
             self._checkpoint_db = None
         self._database.close()
+
+
+def _split(
+    operations: dict[tuple[int, int, str, str], int], live: set[tuple[int, int, str]]
+) -> list[tuple[int, str, str, int]]:
+    """The batch's landed counts by (application, day, operation): one row each."""
+    totals: dict[tuple[int, str, str], int] = {}
+    for (a, k, d, operation), n in operations.items():
+        if (a, k, d) in live:
+            totals[a, d, operation] = totals.get((a, d, operation), 0) + n
+    return [(a, d, operation, n) for (a, d, operation), n in totals.items()]
