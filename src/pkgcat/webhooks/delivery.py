@@ -1,0 +1,300 @@
+"""The deliverer: claims endpoints, posts their events in order, retries, disables.
+
+One thread claims (:meth:`pkgcat.storage.webhooks.WebhookStore.claim`) and up
+to ``PKGCAT_WEBHOOK_SENDERS`` threads send, one endpoint each: a receiver that
+hangs holds its own sender for the timeout at most, never another endpoint.
+An endpoint's events go out one at a time in ``seq`` order; the cursor moves
+past an event once a 2xx for it is recorded, so a deliverer killed mid-send
+(``kill -9``) leaves the event to be sent again after its lease: at least once.
+
+An attempt succeeds on a 2xx within ``PKGCAT_WEBHOOK_TIMEOUT`` (10 s), the whole
+exchange included. The fetcher of :mod:`pkgcat.net` makes it: the address is
+resolved and checked at each delivery (refused ranges, as at creation), no
+redirect is followed (a 3xx is a failure), and at most 64 KiB of the answer is
+read (a larger answer fails). Anything else is retried after
+``PKGCAT_WEBHOOK_RETRY_SECONDS`` doubled at each failure (at most 6 hours),
+with jitter (between half and all of it), until the endpoint has failed for
+``PKGCAT_WEBHOOK_RETRY_WINDOW`` (3 days) in a row: then it is disabled.
+The secret is never logged: only the endpoint's id, the event's and the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+import httpx
+
+from pkgcat.domain import Shape
+from pkgcat.net.addresses import Allowance
+from pkgcat.net.errors import OutboundError
+from pkgcat.net.fetcher import Fetcher, Limits, Policy
+from pkgcat.repository.keys import KeyProblem
+from pkgcat.storage.webhooks import Attempt, EndpointRecord, StoredEvent, WebhookStore
+from pkgcat.webhooks.bodies import render
+from pkgcat.webhooks.endpoints import allowance
+from pkgcat.webhooks.signing import Opener, signature_header
+
+if TYPE_CHECKING:
+    from pkgcat.config import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_ANSWER_BYTES = 64 * 1024
+KEPT_ANSWER_CHARS = 256
+"""Characters of an answer (or of the reason there was none) the delivery log keeps."""
+MAX_DELAY = 6 * 3600.0
+BATCH = 200
+"""Events read per endpoint and lease."""
+IDLE_POLL = 0.25
+"""Seconds between claims when there was nothing to claim."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverySettings:
+    timeout: float = 10.0
+    retry_seconds: float = 30.0
+    retry_window: int = 3 * 24 * 3600
+    lease_seconds: float = 60.0
+    senders: int = 4
+    default_shape: Shape = "A"
+    default_timezone: str = "UTC"
+
+
+Report = Callable[[str], None]
+"""Told of each attempt's result: ``delivered``, ``failed`` (a retry will follow) or ``disabled``."""
+
+
+def _ignore(_result: str) -> None:
+    return None
+
+
+def backoff(attempts: int, base: float, *, draw: Callable[[], float] = random.random) -> float:
+    """Seconds before the next attempt after ``attempts`` failures in a row."""
+    full = min(base * 2.0 ** min(attempts - 1, 40), MAX_DELAY)
+    return full * (0.5 + draw() / 2)
+
+
+class Deliverer:
+    """Delivers webhook events from one process until stopped."""
+
+    def __init__(
+        self,
+        store: WebhookStore,
+        opener: Opener,
+        allowed: Allowance,
+        settings: DeliverySettings,
+        *,
+        report: Report = _ignore,
+    ) -> None:
+        self._store = store
+        self._opener = opener
+        self._settings = settings
+        self._report = report
+        self._policy = Policy(allow=allowed, timeout=settings.timeout)
+        self.owner = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self._local = threading.local()
+        self._fetchers: list[Fetcher] = []
+        self._fetchers_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # The loop ----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Claim and send until :meth:`stop`; senders finish their current attempt first."""
+        busy: set[Future[None]] = set()
+        lease_ms = int(self._settings.lease_seconds * 1000)
+        with ThreadPoolExecutor(self._settings.senders, "pkgcat-webhook") as pool:
+            while not self._stop.is_set():
+                free = self._settings.senders - len(busy)
+                claimed: list[EndpointRecord] = []
+                if free > 0:
+                    try:
+                        claimed = self._store.claim(
+                            self.owner, now_ms=_now_ms(), lease_ms=lease_ms, limit=free
+                        )
+                    except Exception:  # the database away: try again, never die
+                        log.exception("webhook deliverer: claiming endpoints failed")
+                for endpoint in claimed:
+                    future = pool.submit(self._serve, endpoint)
+                    busy.add(future)
+                    future.add_done_callback(self._done(busy))
+                if not claimed:
+                    self._wake.wait(IDLE_POLL)
+                    self._wake.clear()
+        for fetcher in self._fetchers:
+            fetcher.close()
+
+    def _done(self, busy: set[Future[None]]) -> Callable[[Future[None]], None]:
+        def done(future: Future[None]) -> None:
+            busy.discard(future)
+            if future.exception() is not None:
+                log.error("webhook deliverer: a sender failed", exc_info=future.exception())
+            self._wake.set()
+
+        return done
+
+    def start(self) -> None:
+        """Run in a daemon thread of this process (the server's workers)."""
+        self._thread = threading.Thread(target=self.run, name="pkgcat-webhooks", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wake(self) -> None:
+        """Claim now rather than at the next poll."""
+        self._wake.set()
+
+    # One endpoint ------------------------------------------------------------------------------
+
+    def _serve(self, endpoint: EndpointRecord) -> None:
+        store, owner = self._store, self.owner
+        position = endpoint.position
+        try:
+            keys = self._keys(endpoint)
+        except KeyProblem as problem:
+            log.error("webhook endpoint %s: %s", endpoint.endpoint_id, problem)
+            store.release(endpoint.pk, owner, position=position)
+            return
+        audience = store.audience(endpoint.application_id)
+        shape: Shape = audience.shape or self._settings.default_shape  # type: ignore[assignment]  # 'A' or 'B' by the table's check
+        zone = ZoneInfo(audience.timezone or self._settings.default_timezone)
+        lease_ms = int(self._settings.lease_seconds * 1000)
+        for event in store.events_after(endpoint.source_id, position, limit=BATCH):
+            if self._stop.is_set():
+                break
+            if event.type not in endpoint.events:
+                position = event.seq
+                continue
+            body = render(
+                event, shape=shape, zone=zone, source=audience.source_name,
+                package_row=store.package_row,
+            )  # fmt: skip
+            attempt = self.send(endpoint.url, event, body, keys)
+            if not attempt.ok:
+                self._failed(endpoint, attempt, position)
+                return
+            position = event.seq
+            self._report("delivered")
+            held = store.advance(
+                endpoint.pk, owner, position=position, attempt=attempt,
+                lease_until_ms=_now_ms() + lease_ms,
+            )  # fmt: skip
+            if not held:
+                log.warning(
+                    "webhook endpoint %s: lease lost; another deliverer goes on",
+                    endpoint.endpoint_id,
+                )
+                return
+        store.release(endpoint.pk, owner, position=position)
+
+    def _failed(self, endpoint: EndpointRecord, attempt: Attempt, position: int) -> None:
+        failures = endpoint.attempts + 1
+        since = endpoint.failing_since or attempt.attempted_at
+        reason = None
+        if attempt.attempted_at - since >= self._settings.retry_window:
+            started = datetime.fromtimestamp(since, UTC).isoformat()
+            reason = f"failing since {started}: {attempt.response or attempt.status}"
+        delay = backoff(failures, self._settings.retry_seconds)
+        log.warning(
+            "webhook endpoint %s: event %s not delivered (%s)%s",
+            endpoint.endpoint_id,
+            attempt.event_id,
+            attempt.status if attempt.status is not None else attempt.response,
+            "; endpoint disabled" if reason else f"; retry in {delay:.0f} s",
+        )
+        self._report("disabled" if reason else "failed")
+        self._store.fail(
+            endpoint.pk,
+            self.owner,
+            attempt=attempt,
+            position=position,
+            next_attempt_ms=_now_ms() + int(delay * 1000),
+            disable_reason=reason,
+        )
+
+    def _keys(self, endpoint: EndpointRecord) -> list[bytes]:
+        keys = [self._opener.open(endpoint.sealed_secret)]
+        until = endpoint.previous_until
+        if endpoint.sealed_previous is not None and until is not None and until > time.time():
+            keys.append(self._opener.open(endpoint.sealed_previous))
+        return keys
+
+    def _fetcher(self) -> Fetcher:
+        fetcher: Fetcher | None = getattr(self._local, "fetcher", None)
+        if fetcher is None:
+            fetcher = self._local.fetcher = Fetcher(self._policy)
+            with self._fetchers_lock:
+                self._fetchers.append(fetcher)
+        return fetcher
+
+    def send(self, url: str, event: StoredEvent, body: bytes, keys: list[bytes]) -> Attempt:
+        """Post ``body`` once; the attempt as the log keeps it."""
+        now = int(time.time())
+        headers = {
+            "Content-Type": "application/json",
+            "Pkgcat-Event-Id": event.event_id,
+            "Pkgcat-Event-Type": event.type,
+            "Pkgcat-Signature": signature_header(body, keys, now),
+        }
+        started = time.monotonic()
+        status: int | None = None
+        try:
+            answer = self._fetcher().request(
+                "POST",
+                url,
+                limits=Limits(max_bytes=MAX_ANSWER_BYTES, deadline=self._settings.timeout),
+                headers=headers,
+                content=body,
+            )
+            status = answer.status
+            said = answer.content[:KEPT_ANSWER_CHARS].decode("utf-8", "replace")
+        except OutboundError as error:
+            said = str(error)
+        except httpx.HTTPError as error:
+            said = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        ok = status is not None and 200 <= status < 300
+        duration = int((time.monotonic() - started) * 1000)
+        return Attempt(event.event_id, now, ok, status, duration, said[:KEPT_ANSWER_CHARS])
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def deliverer_for(
+    settings: Settings, store: WebhookStore, *, report: Report = _ignore
+) -> Deliverer:
+    """The deliverer the ``PKGCAT_WEBHOOK_*`` settings describe."""
+    passphrase = settings.webhook_passphrase
+    return Deliverer(
+        store,
+        Opener(None if passphrase is None else passphrase.get_secret_value()),
+        allowance(settings.fetch_allow, settings.webhook_allow_loopback),
+        DeliverySettings(
+            timeout=settings.webhook_timeout,
+            retry_seconds=settings.webhook_retry_seconds,
+            retry_window=settings.webhook_retry_window,
+            lease_seconds=settings.webhook_lease_seconds,
+            senders=settings.webhook_senders,
+            default_shape=settings.shape,
+            default_timezone=settings.timezone,
+        ),
+        report=report,
+    )
