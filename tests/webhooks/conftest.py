@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +16,13 @@ from pkgcat.net.addresses import Allowance
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.webhooks import WebhookStore
+from pkgcat.storage.writes.operator import import_purchases
+from pkgcat.webhooks.delivery import Deliverer, DeliverySettings
 from pkgcat.webhooks.endpoints import Endpoints, allowance
+from pkgcat.webhooks.signing import Opener
+from tests.ingest.test_operator_data import PURCHASE, write_csv
 from tests.repository.conftest import blob_dir, cli_env, pkgcat
+from tests.servers import poll
 
 __all__ = ["blob_dir", "cli_env", "pkgcat"]  # the repository's fixtures: `pkgcat publish` here too
 
@@ -44,6 +50,8 @@ class Receiver:
     status: int = 200
     hold: threading.Event | None = None
     got: list[Delivery] = field(default_factory=list)
+    arrived: int = 0
+    """Requests received, answered or not yet."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -65,6 +73,8 @@ def _handler(receiver: Callable[[], Receiver]) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             me = receiver()
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with me.lock:
+                me.arrived += 1
             if me.hold is not None:
                 me.hold.wait(30)
             status = me.status
@@ -125,3 +135,37 @@ def events(engine: Engine) -> list[tuple[str, int, str]]:
 def event_count(engine: Engine) -> int:
     with engine.connect() as db:
         return int(db.execute(select(func.count()).select_from(t.webhook_events)).scalar_one())
+
+
+@pytest.fixture
+def deliverers(store: WebhookStore) -> Iterator[Callable[..., Deliverer]]:
+    """Start in-process deliverers (fast retries); each stopped after the test."""
+    started: list[Deliverer] = []
+
+    def start(**over: Any) -> Deliverer:
+        settings = DeliverySettings(**({"timeout": 5.0, "retry_seconds": 0.05} | over))
+        deliverer = Deliverer(store, Opener(PASSPHRASE), LOOPBACK, settings)
+        deliverer.start()
+        started.append(deliverer)
+        return deliverer
+
+    yield start
+    for deliverer in started:
+        deliverer.stop(30)
+
+
+def import_sales(engine: Engine, directory: Path, txns: list[str], **over: str) -> None:
+    """Record a purchase of com.alpha.paid (source Alpha) for each transaction id, in order."""
+    rows = [PURCHASE | {"txn_id": txn, "source": ""} | over for txn in txns]
+    import_purchases(engine, write_csv(directory / f"{txns[0]}.csv", rows))
+
+
+def event_ids(engine: Engine) -> list[str]:
+    v = t.webhook_events
+    with engine.connect() as db:
+        return list(db.execute(select(v.c.event_id).order_by(v.c.seq)).scalars())
+
+
+def until(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    """Poll ``check`` (see :func:`tests.servers.poll`) until it holds."""
+    poll(lambda: True if check() else None, what, within)

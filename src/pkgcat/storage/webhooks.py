@@ -292,7 +292,7 @@ class WebhookStore:
         a, s = t.applications, t.sources
         with self.engine.connect() as db:
             row = db.execute(
-                select(a.c.shape, a.c.timezone, func.coalesce(func.nullif(s.c.label, ""), s.c.name))
+                select(a.c.shape, a.c.timezone, s.c.name)
                 .join(s, s.c.id == a.c.source_id)
                 .where(a.c.id == application_id)
             ).one()

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -71,12 +71,18 @@ class DeliverySettings:
     default_timezone: str = "UTC"
 
 
-Report = Callable[[str], None]
-"""Told of each attempt's result: ``delivered``, ``failed`` (a retry will follow) or ``disabled``."""
+class Watch(Protocol):
+    """What the deliverer tells the metrics (:class:`pkgcat.metrics.Metrics` is one)."""
+
+    def webhook_result(self, result: str) -> None:
+        """An attempt's result: ``delivered``, ``failed`` (a retry will follow) or ``disabled``."""
+
+    def webhook_levels(self, disabled: int, stored: int, pending: int) -> None:
+        """Endpoints disabled, events in the outbox, events some enabled endpoint has yet to pass."""
 
 
-def _ignore(_result: str) -> None:
-    return None
+LEVELS_INTERVAL = 5.0
+"""Seconds between two reads of the levels :class:`Watch` is told of."""
 
 
 def backoff(attempts: int, base: float, *, draw: Callable[[], float] = random.random) -> float:
@@ -95,12 +101,13 @@ class Deliverer:
         allowed: Allowance,
         settings: DeliverySettings,
         *,
-        report: Report = _ignore,
+        watch: Watch | None = None,
     ) -> None:
         self._store = store
         self._opener = opener
         self._settings = settings
-        self._report = report
+        self._watch = watch
+        self._levels_due = 0.0
         self._policy = Policy(allow=allowed, timeout=settings.timeout)
         self.owner = f"{os.getpid()}-{secrets.token_hex(8)}"
         self._local = threading.local()
@@ -131,11 +138,21 @@ class Deliverer:
                     future = pool.submit(self._serve, endpoint)
                     busy.add(future)
                     future.add_done_callback(self._done(busy))
+                self._tell_levels()
                 if not claimed:
                     self._wake.wait(IDLE_POLL)
                     self._wake.clear()
         for fetcher in self._fetchers:
             fetcher.close()
+
+    def _tell_levels(self) -> None:
+        if self._watch is None or time.monotonic() < self._levels_due:
+            return
+        self._levels_due = time.monotonic() + LEVELS_INTERVAL
+        try:
+            self._watch.webhook_levels(*self._store.counts())
+        except Exception:  # a metric must never stop the deliveries
+            log.exception("webhook deliverer: reading the outbox's levels failed")
 
     def _done(self, busy: set[Future[None]]) -> Callable[[Future[None]], None]:
         def done(future: Future[None]) -> None:
@@ -191,7 +208,8 @@ class Deliverer:
                 self._failed(endpoint, attempt, position)
                 return
             position = event.seq
-            self._report("delivered")
+            if self._watch is not None:
+                self._watch.webhook_result("delivered")
             held = store.advance(
                 endpoint.pk, owner, position=position, attempt=attempt,
                 lease_until_ms=_now_ms() + lease_ms,
@@ -219,7 +237,8 @@ class Deliverer:
             attempt.status if attempt.status is not None else attempt.response,
             "; endpoint disabled" if reason else f"; retry in {delay:.0f} s",
         )
-        self._report("disabled" if reason else "failed")
+        if self._watch is not None:
+            self._watch.webhook_result("disabled" if reason else "failed")
         self._store.fail(
             endpoint.pk,
             self.owner,
@@ -279,7 +298,7 @@ def _now_ms() -> int:
 
 
 def deliverer_for(
-    settings: Settings, store: WebhookStore, *, report: Report = _ignore
+    settings: Settings, store: WebhookStore, *, watch: Watch | None = None
 ) -> Deliverer:
     """The deliverer the ``PKGCAT_WEBHOOK_*`` settings describe."""
     passphrase = settings.webhook_passphrase
@@ -296,5 +315,24 @@ def deliverer_for(
             default_shape=settings.shape,
             default_timezone=settings.timezone,
         ),
-        report=report,
+        watch=watch,
     )
+
+
+class InProcess:
+    """The deliverer of a server's worker: its own engine and thread, started with the app."""
+
+    def __init__(self, settings: Settings, watch: Watch | None) -> None:
+        from pkgcat.storage.engine import engine_for
+
+        self._engine = engine_for(settings.database_url)  # connects on first use, in the thread
+        self._deliverer = deliverer_for(settings, WebhookStore(self._engine), watch=watch)
+        self._stop_within = settings.webhook_timeout + 1
+
+    def start(self) -> None:
+        self._deliverer.start()
+
+    def stop(self) -> None:
+        """Stop, letting an attempt under way end (within the timeout)."""
+        self._deliverer.stop(self._stop_within)
+        self._engine.dispose()
