@@ -9,22 +9,29 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
+
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.webhooks.endpoints import Endpoints
-from tests.servers import PKGCAT, environment, stop
+from tests.servers import PKGCAT, environment, serving, stop
 from tests.webhooks.conftest import PASSPHRASE, Receiver, event_ids, import_sales, until
 
 
-@contextmanager
-def delivering(database_url: str, log: Path, **settings: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``pkgcat deliver`` until the block ends (then stopped, or killed if it hangs)."""
-    env = environment(
+def webhook_env(database_url: str, **settings: str) -> dict[str, str]:
+    """The environment of a process that delivers to the test's receivers (fast retries)."""
+    return environment(
         database_url,
         webhook_passphrase=PASSPHRASE,
         webhook_allow_loopback="true",
         webhook_retry_seconds="0.05",
         **settings,
     )
+
+
+@contextmanager
+def delivering(database_url: str, log: Path, **settings: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``pkgcat deliver`` until the block ends (then stopped, or killed if it hangs)."""
+    env = webhook_env(database_url, **settings)
     with log.open("ab") as output:
         process = subprocess.Popen([PKGCAT, "deliver"], env=env, stdout=output, stderr=output)
         try:
@@ -80,3 +87,33 @@ def test_two_deliverers_send_each_event_once(
     expected = event_ids(admin.engine)
     for receiver in healthy:
         assert receiver.ids() == expected  # each once, in order
+
+
+def test_pkgcat_serve_delivers_by_default_and_shows_it_in_metrics(
+    database_url: str,
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    tmp_path: Path,
+) -> None:
+    receiver, down = receivers(), receivers()
+    down.status = 503
+    endpoints.create(1, receiver.url, ["sale.completed"])
+    endpoints.create(2, down.url, ["sale.completed"])
+    env = webhook_env(database_url, metrics="true")
+    with serving(env, tmp_path / "serve.log", workers=2) as served:
+        import_sales(admin.engine, tmp_path, ["M-1", "M-2", "M-3"])
+        until(lambda: receiver.ids() == event_ids(admin.engine), "the events, once each")
+
+        def scraped() -> str:
+            return httpx.get(f"{served.base}/metrics", timeout=5).text
+
+        until(
+            lambda: 'pkgcat_webhook_deliveries_total{result="delivered"} 3.0' in scraped(),
+            "3 delivered",
+        )
+        until(lambda: 'pkgcat_webhook_outbox_events{state="stored"} 3.0' in scraped(), "the outbox")
+        until(
+            lambda: 'pkgcat_webhook_outbox_events{state="pending"} 3.0' in scraped(), "the backlog"
+        )
+        until(lambda: "pkgcat_webhook_retries_total 0.0" not in scraped(), "retries")
