@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +76,18 @@ def test_an_unknown_scheme_is_named(header: str, message: str) -> None:
         webhooks.verify(BODY, header, SECRET, now=NOW)
     assert isinstance(caught.value, webhooks.WebhookVerificationError)
     assert isinstance(caught.value, PkgcatError)
+
+
+def test_the_plain_hmac_check_of_the_docs_agrees_with_verify() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "webhooks.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "def genuine" in b]
+    namespace: dict[str, Any] = {}
+    exec(block, namespace)  # noqa: S102 - the documentation's own example, run as written
+    now = int(time.time())
+    header = f"t={now},v1={sign(BODY, SECRET, now)}"
+    assert webhooks.verify(BODY, header, SECRET)["id"] == "evt_1"
+    assert namespace["genuine"](BODY, header, SECRET) is True
+    assert namespace["genuine"](BODY + b" ", header, SECRET) is False
+    assert namespace["genuine"](BODY, header, "whsec_other") is False
+    stale = f"t={now - 301},v1={sign(BODY, SECRET, now - 301)}"
+    assert namespace["genuine"](BODY, stale, SECRET) is False
