@@ -297,7 +297,7 @@ webhook_events = Table(
     Column("type", String(40), nullable=False),
     # No foreign key: the outbox is a log; a source's events go with it when it is cascaded.
     Column("source_id", Integer, nullable=False),
-    Column("created_at", BigInteger, nullable=False, index=True),
+    Column("created_at", BigInteger, nullable=False),
     # The event's facts as JSON; each endpoint's body is rendered from them in its shape.
     Column("data", Text, nullable=False),
     UniqueConstraint("event_id", name="uq_webhook_events_event_id"),

@@ -55,7 +55,8 @@ class StoredEvent:
     type: str
     source_id: int
     created_at: int
-    data: dict[str, Any]
+    data: Any
+    """The facts as stored (:mod:`pkgcat.storage.writes.outbox`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,34 +316,47 @@ class WebhookStore:
         done = db.execute(update(e).where(e.c.id == pk, e.c.lease_owner == owner).values(values))
         return bool(done.rowcount)
 
-    def _log(self, db: Connection, pk: int, attempt: Attempt) -> None:
-        db.execute(
-            insert(t.webhook_attempts).values(
-                endpoint_id=pk,
-                event_id=attempt.event_id,
-                attempted_at=attempt.attempted_at,
-                ok=attempt.ok,
-                status=attempt.status,
-                duration_ms=attempt.duration_ms,
-                response=attempt.response,
+    def _log(self, db: Connection, pk: int, attempts: Sequence[Attempt]) -> None:
+        if attempts:
+            db.execute(
+                insert(t.webhook_attempts),
+                [
+                    {
+                        "endpoint_id": pk,
+                        "event_id": a.event_id,
+                        "attempted_at": a.attempted_at,
+                        "ok": a.ok,
+                        "status": a.status,
+                        "duration_ms": a.duration_ms,
+                        "response": a.response,
+                    }
+                    for a in attempts
+                ],
             )
-        )
 
     def advance(
-        self, pk: int, owner: str, *, position: int, attempt: Attempt | None, lease_until_ms: int
+        self,
+        pk: int,
+        owner: str,
+        *,
+        position: int,
+        delivered: Sequence[Attempt],
+        lease_until_ms: int | None,
     ) -> bool:
-        """Record a delivery and move the cursor to ``position``; False if the lease was lost."""
+        """Record deliveries and move the cursor to ``position``; False if the lease was lost.
+
+        ``lease_until_ms``: the lease renewed until then, or ended (None). Any delivery
+        ends a run of failures.
+        """
+        values: dict[str, Any] = {"position": position, "lease_until_ms": lease_until_ms}
+        if lease_until_ms is None:
+            values["lease_owner"] = None
+        if delivered:
+            values |= {"attempts": 0, "failing_since": None}
         with self.engine.begin() as db:
-            values = {
-                "position": position,
-                "attempts": 0,
-                "failing_since": None,
-                "lease_until_ms": lease_until_ms,
-            }
             if not self._held(db, pk, owner, values):
                 return False
-            if attempt is not None:
-                self._log(db, pk, attempt)
+            self._log(db, pk, delivered)
             return True
 
     def fail(
@@ -350,17 +364,19 @@ class WebhookStore:
         pk: int,
         owner: str,
         *,
-        attempt: Attempt,
+        attempts: Sequence[Attempt],
         position: int,
+        failures: int,
+        failing_since: int,
         next_attempt_ms: int,
         disable_reason: str | None,
     ) -> None:
-        """Record a failed attempt, and the next one (or the endpoint disabled); the lease ends."""
-        e = t.webhook_endpoints
+        """Record ``attempts`` (the last one failed), the run of failures and the next attempt
+        (or the endpoint disabled); the lease ends."""
         values: dict[str, Any] = {
             "position": position,
-            "attempts": e.c.attempts + 1,
-            "failing_since": func.coalesce(e.c.failing_since, attempt.attempted_at),
+            "attempts": failures,
+            "failing_since": failing_since,
             "next_attempt_ms": next_attempt_ms,
             "lease_owner": None,
             "lease_until_ms": None,
@@ -369,13 +385,7 @@ class WebhookStore:
             values |= {"enabled": False, "disabled_reason": disable_reason}
         with self.engine.begin() as db:
             if self._held(db, pk, owner, values):
-                self._log(db, pk, attempt)
-
-    def release(self, pk: int, owner: str, *, position: int) -> None:
-        """End the lease, the cursor at ``position`` (events not wanted are passed too)."""
-        values = {"position": position, "lease_owner": None, "lease_until_ms": None}
-        with self.engine.begin() as db:
-            self._held(db, pk, owner, values)
+                self._log(db, pk, attempts)
 
     def counts(self) -> tuple[int, int, int]:
         """Disabled endpoints, events in the outbox, and events some enabled endpoint has yet to pass."""

@@ -27,9 +27,11 @@ from pkgcat import shapes
 from pkgcat.domain import Purchase, Sale, Shape
 from pkgcat.storage import rows
 from pkgcat.storage.webhooks import StoredEvent
+from pkgcat.storage.writes.outbox import SALE_FACTS
 
 
-def _sale(facts: dict[str, Any]) -> Sale:
+def _sale(stored: list[Any]) -> Sale:
+    facts = dict(zip(SALE_FACTS, stored, strict=True))
     purchase = Purchase(
         nickname=facts["nickname"],
         status=facts["status"],

@@ -56,6 +56,10 @@ KEPT_ANSWER_CHARS = 256
 MAX_DELAY = 6 * 3600.0
 BATCH = 200
 """Events read per endpoint and lease."""
+RECORD_EVERY = 50
+RECORD_SECONDS = 0.25
+"""Deliveries are recorded (the cursor moved) every 50 of them or 0.25 s, whichever first:
+a deliverer killed outright sends those of its last moment again (at least once)."""
 IDLE_POLL = 0.25
 """Seconds between claims when there was nothing to claim."""
 
@@ -187,12 +191,15 @@ class Deliverer:
             keys = self._keys(endpoint)
         except KeyProblem as problem:
             log.error("webhook endpoint %s: %s", endpoint.endpoint_id, problem)
-            store.release(endpoint.pk, owner, position=position)
+            store.advance(endpoint.pk, owner, position=position, delivered=[], lease_until_ms=None)
             return
         audience = store.audience(endpoint.application_id)
         shape: Shape = audience.shape or self._settings.default_shape  # type: ignore[assignment]  # 'A' or 'B' by the table's check
         zone = ZoneInfo(audience.timezone or self._settings.default_timezone)
         lease_ms = int(self._settings.lease_seconds * 1000)
+        delivered: list[Attempt] = []  # since the last record
+        any_delivered = False
+        recorded = time.monotonic()
         for event in store.events_after(endpoint.source_id, position, limit=BATCH):
             if self._stop.is_set():
                 break
@@ -205,26 +212,36 @@ class Deliverer:
             )  # fmt: skip
             attempt = self.send(endpoint.url, event, body, keys)
             if not attempt.ok:
-                self._failed(endpoint, attempt, position)
+                self._failed(endpoint, [*delivered, attempt], position, any_delivered)
                 return
             position = event.seq
+            delivered.append(attempt)
+            any_delivered = True
             if self._watch is not None:
                 self._watch.webhook_result("delivered")
-            held = store.advance(
-                endpoint.pk, owner, position=position, attempt=attempt,
-                lease_until_ms=_now_ms() + lease_ms,
-            )  # fmt: skip
-            if not held:
-                log.warning(
-                    "webhook endpoint %s: lease lost; another deliverer goes on",
-                    endpoint.endpoint_id,
-                )
-                return
-        store.release(endpoint.pk, owner, position=position)
+            if len(delivered) >= RECORD_EVERY or time.monotonic() - recorded >= RECORD_SECONDS:
+                held = store.advance(
+                    endpoint.pk, owner, position=position, delivered=delivered,
+                    lease_until_ms=_now_ms() + lease_ms,
+                )  # fmt: skip
+                if not held:
+                    log.warning(
+                        "webhook endpoint %s: lease lost; another deliverer goes on",
+                        endpoint.endpoint_id,
+                    )
+                    return
+                delivered, recorded = [], time.monotonic()
+        store.advance(
+            endpoint.pk, owner, position=position, delivered=delivered, lease_until_ms=None
+        )
 
-    def _failed(self, endpoint: EndpointRecord, attempt: Attempt, position: int) -> None:
-        failures = endpoint.attempts + 1
-        since = endpoint.failing_since or attempt.attempted_at
+    def _failed(
+        self, endpoint: EndpointRecord, attempts: list[Attempt], position: int, fresh: bool
+    ) -> None:
+        """``fresh``: something was delivered in this lease, so the run of failures starts anew."""
+        attempt = attempts[-1]
+        failures = 1 if fresh else endpoint.attempts + 1
+        since = attempt.attempted_at if fresh else endpoint.failing_since or attempt.attempted_at
         reason = None
         if attempt.attempted_at - since >= self._settings.retry_window:
             started = datetime.fromtimestamp(since, UTC).isoformat()
@@ -242,8 +259,10 @@ class Deliverer:
         self._store.fail(
             endpoint.pk,
             self.owner,
-            attempt=attempt,
+            attempts=attempts,
             position=position,
+            failures=failures,
+            failing_since=since,
             next_attempt_ms=_now_ms() + int(delay * 1000),
             disable_reason=reason,
         )

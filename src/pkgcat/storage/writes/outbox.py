@@ -18,6 +18,7 @@ advisory lock, held to the commit: event writers commit one after another, in
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -47,13 +48,26 @@ SALE_EVENTS = {
 _LOCK = 0x706B6763_7768  # "pkgcwh": the advisory lock that serialises event writers
 _NAMES = ("event_id", "type", "source_id", "created_at", "data")
 
-Event = tuple[str, int, dict[str, Any]]
-"""(type, source id, facts): one event to emit."""
+Event = tuple[str, int, Any]
+"""(type, source id, facts): one event to emit; facts are stored as JSON."""
+
+SALE_FACTS = (
+    "txn_id", "package", "allowed_for", "nickname", "status", "total", "commission",
+    "currency", "purchased_at", "profile_url", "payment_platform",
+)  # fmt: skip
+"""A ``sale.*`` event's facts, stored as a JSON array in this order: an import writes up to
+one per purchase, and an array costs half the bytes and time of an object."""
 
 
-def new_event_id() -> str:
-    """A stable, unguessable event id: ``evt_`` and 24 hex digits."""
-    return "evt_" + secrets.token_hex(12)
+def new_event_ids(count: int) -> list[str]:
+    """``count`` stable, unique event ids: ``evt_`` and 28 hex digits.
+
+    The time in milliseconds, 32 random bits of the batch, and the event's place in it:
+    ids of one batch sort in its order and land at the end of the unique index, so a
+    large import appends to it rather than writing all over it as random ids would.
+    """
+    head = f"evt_{time.time_ns() // 1_000_000:012x}{secrets.token_hex(4)}"
+    return [f"{head}{n:08x}" for n in range(count)]
 
 
 def listening(db: Connection, source_ids: Iterable[int] | None = None) -> frozenset[int]:
@@ -80,8 +94,10 @@ def emit(db: Connection, events: Sequence[Event], *, now: int) -> None:
         return
     take_order(db)
     rows = [
-        (new_event_id(), kind, source_id, now, orjson.dumps(facts).decode())
-        for kind, source_id, facts in events
+        (event_id, kind, source_id, now, orjson.dumps(facts).decode())
+        for event_id, (kind, source_id, facts) in zip(
+            new_event_ids(len(events)), events, strict=True
+        )
     ]
     statement = insert(t.webhook_events).values({n: bindparam(f"p_{n}") for n in _NAMES})
     executemany(db, statement, _NAMES, rows)

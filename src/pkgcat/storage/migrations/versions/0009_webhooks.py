@@ -46,7 +46,6 @@ def upgrade() -> None:
         sa.UniqueConstraint("event_id", name="uq_webhook_events_event_id"),
     )
     op.create_index("ix_webhook_events_source_seq", "webhook_events", ["source_id", "seq"])
-    op.create_index("ix_webhook_events_created_at", "webhook_events", ["created_at"])
     op.create_table(
         "webhook_endpoints",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -97,6 +96,5 @@ def downgrade() -> None:
     op.drop_index("ix_webhook_endpoints_source_id", table_name="webhook_endpoints")
     op.drop_index("ix_webhook_endpoints_application_id", table_name="webhook_endpoints")
     op.drop_table("webhook_endpoints")
-    op.drop_index("ix_webhook_events_created_at", table_name="webhook_events")
     op.drop_index("ix_webhook_events_source_seq", table_name="webhook_events")
     op.drop_table("webhook_events")
