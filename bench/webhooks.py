@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import postgres  # bench/postgres.py: this script runs from bench/
-
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.migrate import upgrade
 from pkgcat.storage.webhooks import WebhookStore
@@ -44,7 +43,7 @@ from pkgcat.webhooks.delivery import Deliverer, DeliverySettings
 from pkgcat.webhooks.endpoints import Endpoints, allowance
 from pkgcat.webhooks.signing import Opener
 
-PASSPHRASE = "a benchmark passphrase, not a secret"
+PASSPHRASE = "a benchmark passphrase, not a secret"  # noqa: S105 - seals throwaway databases
 SOURCE = "Bench"
 
 

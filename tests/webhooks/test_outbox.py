@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from sqlalchemy import event
 
 from pkgcat.ingest import ImportOptions, import_repository
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.webhooks import WebhookStore
 from pkgcat.storage.writes.operator import import_purchases
 from pkgcat.storage.writes.outbox import SALE_FACTS
 from pkgcat.webhooks.endpoints import Endpoints
@@ -100,3 +102,18 @@ def test_a_repository_import_emits_for_new_and_changed_packages_alone(
         ("package.published", "com.beta.two"),
         ("package.updated", "com.beta.one"),
     ]
+
+
+def test_pruning_keeps_what_an_endpoint_has_yet_to_pass(
+    admin: CatalogueAdmin, endpoints: Endpoints, store: WebhookStore, tmp_path: Path
+) -> None:
+    made = endpoints.create(1, "http://127.0.0.1:9/hook", ["sale.completed"]).endpoint
+    import_purchases(admin.engine, write_csv(tmp_path / "sales.csv", [sale("P-1"), sale("P-2")]))
+    later = int(time.time()) + 1
+    assert store.prune(before=later) == (0, 0)  # the endpoint has passed none of them
+    first = store.events_after(1, made.position, limit=1)[0]
+    (claimed,) = store.claim("me", now_ms=0, lease_ms=10**15, limit=1)
+    assert store.advance(claimed.pk, "me", position=first.seq, delivered=[], lease_until_ms=None)
+    assert store.prune(before=later - 3600) == (0, 0)  # passed, but not old enough
+    assert store.prune(before=later) == (1, 0)
+    assert [e.seq for e in store.events_after(1, 0, limit=10)] == [first.seq + 1]

@@ -387,6 +387,17 @@ class WebhookStore:
             if self._held(db, pk, owner, values):
                 self._log(db, pk, attempts)
 
+    def prune(self, *, before: int) -> tuple[int, int]:
+        """Delete events written before ``before`` that every endpoint of their source has
+        passed (a disabled endpoint's cursor holds its events back), and attempts logged
+        before it; how many of each."""
+        e, v, a = t.webhook_endpoints, t.webhook_events, t.webhook_attempts
+        held = select(e.c.id).where(e.c.source_id == v.c.source_id, e.c.position < v.c.seq)
+        with self.engine.begin() as db:
+            events = db.execute(delete(v).where(v.c.created_at < before, ~exists(held)))
+            attempts = db.execute(delete(a).where(a.c.attempted_at < before))
+        return int(events.rowcount), int(attempts.rowcount)
+
     def counts(self) -> tuple[int, int, int]:
         """Disabled endpoints, events in the outbox, and events some enabled endpoint has yet to pass."""
         e, v = t.webhook_endpoints, t.webhook_events

@@ -87,6 +87,10 @@ class Watch(Protocol):
 
 LEVELS_INTERVAL = 5.0
 """Seconds between two reads of the levels :class:`Watch` is told of."""
+KEEP_SECONDS = 30 * 24 * 3600
+"""How long delivered events and logged attempts are kept (30 days)."""
+PRUNE_INTERVAL = 600.0
+"""Seconds between two prunings by one deliverer."""
 
 
 def backoff(attempts: int, base: float, *, draw: Callable[[], float] = random.random) -> float:
@@ -112,6 +116,7 @@ class Deliverer:
         self._settings = settings
         self._watch = watch
         self._levels_due = 0.0
+        self._prune_due = 0.0
         self._policy = Policy(allow=allowed, timeout=settings.timeout)
         self.owner = f"{os.getpid()}-{secrets.token_hex(8)}"
         self._local = threading.local()
@@ -143,11 +148,21 @@ class Deliverer:
                     busy.add(future)
                     future.add_done_callback(self._done(busy))
                 self._tell_levels()
+                self._prune()
                 if not claimed:
                     self._wake.wait(IDLE_POLL)
                     self._wake.clear()
         for fetcher in self._fetchers:
             fetcher.close()
+
+    def _prune(self) -> None:
+        if time.monotonic() < self._prune_due:
+            return
+        self._prune_due = time.monotonic() + PRUNE_INTERVAL
+        try:
+            self._store.prune(before=int(time.time()) - KEEP_SECONDS)
+        except Exception:  # the next pruning will do it
+            log.exception("webhook deliverer: pruning the outbox failed")
 
     def _tell_levels(self) -> None:
         if self._watch is None or time.monotonic() < self._levels_due:
