@@ -13,7 +13,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pkgcat.domain import Shape
@@ -293,6 +293,16 @@ class Settings(BaseSettings):
         le=64,
         description="Endpoints each deliverer sends to at once (a receiver that hangs holds only its own).",
     )
+
+    @model_validator(mode="after")
+    def _lease_outlasts_a_delivery(self) -> Settings:
+        if self.webhook_lease_seconds <= self.webhook_timeout:
+            # A lease shorter than one attempt would let another deliverer send the same event.
+            raise ValueError(
+                f"PKGCAT_WEBHOOK_LEASE_SECONDS ({self.webhook_lease_seconds:g}) must exceed "
+                f"PKGCAT_WEBHOOK_TIMEOUT ({self.webhook_timeout:g})"
+            )
+        return self
 
     @field_validator("shape", mode="before")
     @classmethod
