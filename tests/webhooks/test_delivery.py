@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import func, select
+from typer.testing import CliRunner, Result
 
+from pkgcat.cli import app as cli
 from pkgcat.client import webhooks
 from pkgcat.ingest import ImportOptions, import_repository
 from pkgcat.storage import schema as t
@@ -15,7 +18,8 @@ from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.webhooks.delivery import Deliverer
 from pkgcat.webhooks.endpoints import Endpoints
 from tests.ingest.conftest import stanza, write_repo
-from tests.webhooks.conftest import Receiver, event_ids, import_sales, until
+from tests.servers import environment
+from tests.webhooks.conftest import PASSPHRASE, Receiver, event_ids, import_sales, until
 
 Start = Callable[..., Deliverer]
 
@@ -145,3 +149,49 @@ def test_during_a_roll_both_secrets_sign(
     assert header.count("v1=") == 2
     for secret in (made.secret, rolled.secret):
         assert webhooks.verify(delivery.body, header, secret)["data"]["txn_id"] == "R-1"
+
+
+def test_test_events_redeliveries_and_the_log_from_the_command_line(
+    database_url: str,
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    tmp_path: Path,
+) -> None:
+    receiver = receivers()
+    made = endpoints.create(2, receiver.url, ["sale.completed"])  # alpha-b: shape B
+    import_sales(admin.engine, tmp_path, ["L-1"])
+    (stored,) = event_ids(admin.engine)
+    env = environment(database_url, webhook_passphrase=PASSPHRASE, webhook_allow_loopback="true")
+    hook = ["webhook"]
+    app = ["--source", "Alpha", "--app", "alpha-b", made.endpoint.endpoint_id]
+
+    def pkgcat(*args: str) -> Result:
+        return CliRunner().invoke(cli, [*hook, *args], env=env, catch_exceptions=False)
+
+    tested = pkgcat("test", *app, "--event", "sale.refunded", "--json")
+    assert tested.exit_code == 0, tested.output
+    again = pkgcat("redeliver", *app, "--event-id", stored)
+    assert again.exit_code == 0, again.output
+    sample, redelivered = (
+        webhooks.verify(d.body, d.headers["Pkgcat-Signature"], made.secret)
+        for d in receiver.answered()
+    )
+    assert (sample["type"], sample["test"], sample["data"]["status"]) == (
+        "sale.refunded", True, "Refunded",
+    )  # fmt: skip
+    assert json.loads(tested.output)["event_id"] == sample["id"]
+    assert (redelivered["id"], redelivered["test"]) == (stored, False)
+    assert "T" not in redelivered["created"]  # shape B's dates
+    log = json.loads(pkgcat("deliveries", *app, "--json").output)
+    assert [(a["event_id"], a["ok"], a["status"]) for a in log] == [
+        (stored, True, 200), (sample["id"], True, 200),
+    ]  # fmt: skip
+
+    receiver.status = 503
+    refused = pkgcat("test", *app, "--event", "package.published")
+    assert refused.exit_code == 1
+    assert "not delivered (503" in refused.output
+    unknown = pkgcat("redeliver", *app, "--event-id", "evt_nothing")
+    assert unknown.exit_code == 1
+    assert "no event 'evt_nothing' for this endpoint's source" in unknown.output

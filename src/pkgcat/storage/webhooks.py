@@ -289,6 +289,21 @@ class WebhookStore:
                 for row in rows
             ]
 
+    def event(self, event_id: str) -> StoredEvent | None:
+        v = t.webhook_events
+        with self.engine.connect() as db:
+            row = db.execute(select(v).where(v.c.event_id == event_id)).first()
+        if row is None:
+            return None
+        return StoredEvent(
+            row.seq, row.event_id, row.type, row.source_id, row.created_at, orjson.loads(row.data)
+        )
+
+    def log(self, pk: int, attempt: Attempt) -> None:
+        """Log an attempt made outside a lease (a test event, a redelivery)."""
+        with self.engine.begin() as db:
+            self._log(db, pk, [attempt])
+
     def audience(self, application_id: int) -> Audience:
         a, s = t.applications, t.sources
         with self.engine.connect() as db:

@@ -208,9 +208,7 @@ class Deliverer:
             log.error("webhook endpoint %s: %s", endpoint.endpoint_id, problem)
             store.advance(endpoint.pk, owner, position=position, delivered=[], lease_until_ms=None)
             return
-        audience = store.audience(endpoint.application_id)
-        shape: Shape = audience.shape or self._settings.default_shape  # type: ignore[assignment]  # 'A' or 'B' by the table's check
-        zone = ZoneInfo(audience.timezone or self._settings.default_timezone)
+        shape, zone, source = self._audience(endpoint)
         lease_ms = int(self._settings.lease_seconds * 1000)
         delivered: list[Attempt] = []  # since the last record
         any_delivered = False
@@ -222,9 +220,8 @@ class Deliverer:
                 position = event.seq
                 continue
             body = render(
-                event, shape=shape, zone=zone, source=audience.source_name,
-                package_row=store.package_row,
-            )  # fmt: skip
+                event, shape=shape, zone=zone, source=source, package_row=store.package_row
+            )
             attempt = self.send(endpoint.url, event, body, keys)
             if not attempt.ok:
                 self._failed(endpoint, [*delivered, attempt], position, any_delivered)
@@ -249,6 +246,25 @@ class Deliverer:
         store.advance(
             endpoint.pk, owner, position=position, delivered=delivered, lease_until_ms=None
         )
+
+    def _audience(self, endpoint: EndpointRecord) -> tuple[Shape, ZoneInfo, str]:
+        """The shape, time zone and source name of the endpoint's bodies."""
+        audience = self._store.audience(endpoint.application_id)
+        shape: Shape = audience.shape or self._settings.default_shape  # type: ignore[assignment]  # 'A' or 'B' by the table's check
+        zone = ZoneInfo(audience.timezone or self._settings.default_timezone)
+        return shape, zone, audience.source_name
+
+    def post_now(self, endpoint: EndpointRecord, event: StoredEvent, *, test: bool) -> Attempt:
+        """Post ``event`` to ``endpoint`` at once, outside the order and the cursor, and log it
+        (a test event, a redelivery asked for); the attempt."""
+        shape, zone, source = self._audience(endpoint)
+        body = render(
+            event, shape=shape, zone=zone, source=source,
+            package_row=self._store.package_row, test=test,
+        )  # fmt: skip
+        attempt = self.send(endpoint.url, event, body, self._keys(endpoint))
+        self._store.log(endpoint.pk, attempt)
+        return attempt
 
     def _failed(
         self, endpoint: EndpointRecord, attempts: list[Attempt], position: int, fresh: bool
