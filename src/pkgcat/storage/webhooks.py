@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, and_, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Engine, and_, delete, exists, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection
 
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
+from pkgcat.storage.rows import PACKAGE_SELECT
 from pkgcat.storage.writes.outbox import take_order
+
+_PACKAGE = text(PACKAGE_SELECT + "WHERE p.package = :package")
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,14 +319,8 @@ class WebhookStore:
 
     def package_row(self, package: str) -> Any:
         """The package's row as the request path reads it (:func:`pkgcat.storage.rows.package`)."""
-        from sqlalchemy import text
-
-        from pkgcat.storage.rows import PACKAGE_SELECT
-
         with self.engine.connect() as db:
-            row = db.execute(
-                text(PACKAGE_SELECT + "WHERE p.package = :package"), {"package": package}
-            ).first()
+            row = db.execute(_PACKAGE, {"package": package}).first()
         return None if row is None else row._mapping
 
     def _held(self, db: Connection, pk: int, owner: str, values: dict[str, Any]) -> bool:
