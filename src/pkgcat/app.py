@@ -48,6 +48,12 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
     access_log = access_log_for(settings)
+    background = []
+    # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
+    if settings.webhook_delivery == "server" and settings.webhook_passphrase is not None:
+        from pkgcat.webhooks.delivery import InProcess
+
+        background.append(InProcess(settings, metrics))
 
     async def close() -> None:
         if access_log is not None:
@@ -62,6 +68,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         throttle=throttle,
         metrics=metrics,
         repository=RepositoryApp(served),
+        background=background,
     )
     return ApiApp(
         service,

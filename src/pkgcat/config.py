@@ -13,7 +13,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pkgcat.domain import Shape
@@ -260,6 +260,55 @@ class Settings(BaseSettings):
         le=3600,
         description="Lifetime of a signed, single-use download URL of a paid package, in seconds.",
     )
+    webhook_passphrase: SecretStr | None = Field(
+        default=None,
+        description="Passphrase that seals the webhook endpoints' signing secrets in the database (16 characters or more); without it no endpoint can be created and none is delivered to.",
+    )
+    webhook_allow_loopback: bool = Field(
+        default=False,
+        description="Accept http:// and loopback addresses (127.0.0.0/8, ::1) for webhook endpoints: for tests and development only.",
+    )
+    webhook_delivery: Literal["server", "separate"] = Field(
+        default="server",
+        description="Where webhooks are delivered: `server`, a background thread in each `pkgcat serve` worker; `separate`, only by `pkgcat deliver`.",
+    )
+    webhook_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=60,
+        description="Seconds a webhook receiver has to answer 2xx, the whole exchange included.",
+    )
+    webhook_retry_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="Delay before the first retry of a failed delivery; each retry doubles it (with jitter), up to 6 hours.",
+    )
+    webhook_retry_window: int = Field(
+        default=3 * 24 * 3600,
+        ge=1,
+        description="Seconds an endpoint may fail in a row before it is disabled (3 days).",
+    )
+    webhook_lease_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a deliverer holds an endpoint without renewing it; a deliverer killed mid-send is replaced after it. Must exceed the timeout.",
+    )
+    webhook_senders: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="Endpoints each deliverer sends to at once (a receiver that hangs holds only its own).",
+    )
+
+    @model_validator(mode="after")
+    def _lease_outlasts_a_delivery(self) -> Settings:
+        if self.webhook_lease_seconds <= self.webhook_timeout:
+            # A lease shorter than one attempt would let another deliverer send the same event.
+            raise ValueError(
+                f"PKGCAT_WEBHOOK_LEASE_SECONDS ({self.webhook_lease_seconds:g}) must exceed "
+                f"PKGCAT_WEBHOOK_TIMEOUT ({self.webhook_timeout:g})"
+            )
+        return self
 
     @field_validator("shape", mode="before")
     @classmethod
@@ -298,7 +347,7 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("repository_passphrase")
+    @field_validator("repository_passphrase", "webhook_passphrase")
     @classmethod
     def _long_passphrase(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and len(value.get_secret_value()) < 16:

@@ -143,6 +143,30 @@ class Metrics:
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self.webhook_deliveries = Counter(
+            "pkgcat_webhook_deliveries",
+            "Webhook delivery attempts, by result: delivered, failed (to be retried) or disabled (the endpoint failed for the whole retry window).",
+            ["result"],
+            registry=registry,
+        )
+        self.webhook_retries = Counter(
+            "pkgcat_webhook_retries",
+            "Failed webhook deliveries that are retried later.",
+            registry=registry,
+        )
+        self.webhook_disabled = Gauge(
+            "pkgcat_webhook_disabled_endpoints",
+            "Webhook endpoints disabled (by their application, or after failing for the retry window).",
+            registry=registry,
+            multiprocess_mode="livemostrecent",
+        )
+        self.webhook_outbox = Gauge(
+            "pkgcat_webhook_outbox_events",
+            "Events in the webhook outbox, by state: stored (all), pending (some enabled endpoint has yet to pass it).",
+            ["state"],
+            registry=registry,
+            multiprocess_mode="livemostrecent",
+        )
         self._storage = storage
         self._operations = dict(operations)
         # Children resolved once per label set: a request's status and code are both in the
@@ -181,6 +205,20 @@ class Metrics:
         child = self.requests.labels(name, str(status), str(code))
         self._children[name, status, code] = child
         return child
+
+    # Webhooks (told by the worker's deliverer, from its own thread) ---------------------------
+
+    def webhook_result(self, result: str) -> None:
+        """Count one delivery attempt's result (see :class:`pkgcat.webhooks.delivery.Watch`)."""
+        self.webhook_deliveries.labels(result).inc()
+        if result == "failed":
+            self.webhook_retries.inc()
+
+    def webhook_levels(self, disabled: int, stored: int, pending: int) -> None:
+        """The endpoints disabled and the outbox's size, as the deliverer last read them."""
+        self.webhook_disabled.set(disabled)
+        self.webhook_outbox.labels("stored").set(stored)
+        self.webhook_outbox.labels("pending").set(pending)
 
     # The sampler --------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from pkgcat.domain import (
     Package,
     PackagesPage,
     Purchase,
+    Sale,
     SalesPage,
     SalesTotal,
     Shape,
@@ -236,30 +237,36 @@ def _total(total: SalesTotal) -> dict[str, Any]:
     }
 
 
+def sale_body(sale: Sale, zone: ZoneInfo) -> dict[str, Any]:
+    """One sale of the ledger (and of a ``sale.*`` webhook event); the same in both shapes."""
+    p = sale.purchase
+    return {
+        "txn_id": p.txn_id,
+        "date": p.purchased_at.astimezone(zone).isoformat(),
+        "package": sale.package,
+        "allowed_for": p.allowed_for,
+        "nickname": p.nickname,
+        "status": p.status,
+        "gross": _amount(p.total),
+        "commission": _amount(p.commission),
+        "net": _amount(p.total - p.commission),
+        "currency": p.currency,
+        "payment_platform": p.payment_platform,
+    }
+
+
+def moment(when: datetime, shape: Shape, zone: ZoneInfo) -> str:
+    """A time as each shape writes package dates (a webhook event's ``created``)."""
+    local = when.astimezone(zone)
+    return local.isoformat() if shape == "A" else local.strftime(_B_DATE)
+
+
 def sales_body(page: SalesPage, zone: ZoneInfo) -> dict[str, Any]:
     """A page of the sales ledger and its totals; the same in both shapes (purchase dates only)."""
-    sales = []
-    for sale in page.sales:
-        p = sale.purchase
-        sales.append(
-            {
-                "txn_id": p.txn_id,
-                "date": p.purchased_at.astimezone(zone).isoformat(),
-                "package": sale.package,
-                "allowed_for": p.allowed_for,
-                "nickname": p.nickname,
-                "status": p.status,
-                "gross": _amount(p.total),
-                "commission": _amount(p.commission),
-                "net": _amount(p.total - p.commission),
-                "currency": p.currency,
-                "payment_platform": p.payment_platform,
-            }
-        )
     return {
         "start": page.start.isoformat(),
         "end": page.end.isoformat(),
-        "sales": sales,
+        "sales": [sale_body(sale, zone) for sale in page.sales],
         "totals": [_total(t) for t in page.totals],
         "limit": page.limit,
         "has_more": page.cursor is not None,

@@ -44,6 +44,8 @@ COMMANDS: dict[str, _Entry] = {
     "import-prices": _Entry("imports", "prices_command", "Set packages' prices."),
     "publish": _Entry("publish", "publish_command", "Publish a .deb to the served repository."),
     "repo": _Entry("repo", "app", "The served repository's signing keys."),
+    "webhook": _Entry("webhooks", "app", "Applications' webhook endpoints."),
+    "deliver": _Entry("deliver", "deliver", "Deliver webhook events until interrupted."),
     "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),
 }
 """Every command, in the order ``pkgcat --help`` lists them."""

@@ -43,7 +43,10 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**given)
     except ValidationError as error:
         problems = "; ".join(
+            # A rule between settings (no location) names its settings itself.
             f"PKGCAT_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            if e["loc"]
+            else e["msg"]
             for e in error.errors()
         )
         fail(problems, 2)

@@ -11,11 +11,12 @@ and the redirects there are relative.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 import orjson
 import swagger_ui
 from starlette.applications import Starlette
@@ -129,18 +130,28 @@ def _envelope(error: ApiError, headers: dict[str, str] | None = None) -> Respons
     return Response(body, status, fields, media_type="application/json")
 
 
+class Background(Protocol):
+    """Work a worker runs beside the requests, in a thread of its own."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 def create_site(
     on_shutdown: Callable[[], Awaitable[None]],
     ready: Readiness,
     throttle: AuthThrottle,
     metrics: Metrics | None = None,
     repository: ASGIApp | None = None,
+    background: Sequence[Background] = (),
 ) -> Starlette:
     """The Starlette app; ``/metrics`` is served only when ``metrics`` is given.
 
     ``throttle`` counts a wrong metrics token as a failed authentication, as the API counts
     a wrong key: a token is guessed no faster than a key. ``repository``: the served APT
-    repository's app, mounted at ``/repo``."""
+    repository's app, mounted at ``/repo``. ``background``: threads of the worker (the
+    webhook deliverer), started with the app and stopped before it closes."""
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
@@ -216,7 +227,11 @@ def create_site(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         if metrics is not None:
             metrics.start()
+        for task in background:
+            task.start()
         yield
+        for task in background:
+            await anyio.to_thread.run_sync(task.stop)
         if metrics is not None:
             await metrics.stop()
         await on_shutdown()

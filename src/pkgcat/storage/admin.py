@@ -224,6 +224,11 @@ class CatalogueAdmin:
             src = self._source_named(db, source)
             return self._issue(db, self._application_named(db, src, application), src)
 
+    def find_application(self, source: str, application: str) -> Application:
+        """The application ``application`` of ``source``; :class:`AdminError` naming what is missing."""
+        with self.engine.connect() as db:
+            return self._application_named(db, self._source_named(db, source), application)
+
     def _application_named(self, db: Connection, src: Source, name: str) -> Application:
         row = db.execute(
             select(t.applications).where(

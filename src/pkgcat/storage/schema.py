@@ -286,3 +286,66 @@ download_grants = Table(
     Column("expires_at", BigInteger, nullable=False, index=True),
 )
 """Signed download URLs already used: each is honoured once, on every worker and host."""
+
+_SEQ = BigInteger().with_variant(Integer(), "sqlite")  # SQLite numbers only INTEGER keys itself
+
+webhook_events = Table(
+    "webhook_events",
+    metadata,
+    Column("seq", _SEQ, primary_key=True, autoincrement=True),
+    Column("event_id", String(40), nullable=False),
+    Column("type", String(40), nullable=False),
+    # No foreign key: the outbox is a log; a source's events go with it when it is cascaded.
+    Column("source_id", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    # The event's facts as JSON; each endpoint's body is rendered from them in its shape.
+    Column("data", Text, nullable=False),
+    UniqueConstraint("event_id", name="uq_webhook_events_event_id"),
+)
+"""The outbox (migration 0009): events written in the transaction of the change they tell of."""
+Index("ix_webhook_events_source_seq", webhook_events.c.source_id, webhook_events.c.seq)
+
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("endpoint_id", String(40), nullable=False),
+    Column("application_id", Integer, ForeignKey("applications.id"), nullable=False, index=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False, index=True),
+    Column("url", Text, nullable=False),
+    # JSON list of the event types it wants.
+    Column("events", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("disabled_reason", Text, nullable=True),
+    # The signing secret, sealed with PKGCAT_WEBHOOK_PASSPHRASE; never in plain text.
+    Column("sealed_secret", Text, nullable=False),
+    Column("sealed_previous", Text, nullable=True),
+    Column("previous_until", BigInteger, nullable=True),
+    # The seq of the last event handled (delivered, or not wanted).
+    Column("position", BigInteger, nullable=False),
+    Column("next_attempt_ms", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("failing_since", BigInteger, nullable=True),
+    Column("lease_owner", String(40), nullable=True),
+    Column("lease_until_ms", BigInteger, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    UniqueConstraint("endpoint_id", name="uq_webhook_endpoints_endpoint_id"),
+)
+"""Each application's webhook receivers and their delivery state (migration 0009)."""
+
+webhook_attempts = Table(
+    "webhook_attempts",
+    metadata,
+    Column("id", _SEQ, primary_key=True, autoincrement=True),
+    Column("endpoint_id", Integer, ForeignKey("webhook_endpoints.id"), nullable=False),
+    Column("event_id", String(40), nullable=False),
+    Column("attempted_at", BigInteger, nullable=False),
+    Column("ok", Boolean, nullable=False),
+    Column("status", Integer, nullable=True),
+    Column("duration_ms", Integer, nullable=False),
+    # The first bytes of the answer, or the reason no answer came.
+    Column("response", Text, nullable=False),
+)
+"""Every delivery attempt, for the delivery log (migration 0009)."""
+Index("ix_webhook_attempts_endpoint", webhook_attempts.c.endpoint_id, webhook_attempts.c.id)

@@ -7,7 +7,8 @@
 - :mod:`~pkgcat.storage.writes.operator`: the operator's purchases, statistics and prices;
 - :mod:`~pkgcat.storage.writes.removal`: deleting sources and applications, refused while
   anything depends on them unless cascading;
-- :mod:`~pkgcat.storage.writes.bulk`: many rows through one statement.
+- :mod:`~pkgcat.storage.writes.bulk`: many rows through one statement;
+- :mod:`~pkgcat.storage.writes.outbox`: webhook events, in the transaction of their change.
 
 :mod:`pkgcat.ingest` reads, verifies and parses; it writes nothing itself.
 The submodules are not imported here, so that importing one of them does not

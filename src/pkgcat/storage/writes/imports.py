@@ -63,7 +63,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.dml import UpdateBase
 
 from pkgcat.storage import schema as t
-from pkgcat.storage.writes import sources
+from pkgcat.storage.writes import outbox, sources
 from pkgcat.storage.writes.bulk import Prepared, prepare, run
 
 CHUNK_ROWS = 500
@@ -424,6 +424,16 @@ def _write_packages(
         [(source_id, package, v, a, now) for package, v, a, new in chunk.shown if not new],
     )
     run(db, sql.set_offline, [(False, None, now, row_id) for _, row_id in chunk.offline])
+    if chunk.shown and source_id in outbox.listening(db, (source_id,)):
+        events: list[outbox.Event] = [
+            (
+                "package.published" if new else "package.updated",
+                source_id,
+                {"package": package, "version": version, "architecture": architecture},
+            )
+            for package, version, architecture, new in chunk.shown
+        ]
+        outbox.emit(db, events, now=now)
 
 
 def _delete(db: Connection, _source_id: int, *, sql: _Statements, ids: Sequence[int]) -> None:

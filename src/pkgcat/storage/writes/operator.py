@@ -14,6 +14,7 @@ its account and model unless the file gives others.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -26,6 +27,7 @@ from sqlalchemy.engine import Connection
 
 from pkgcat.ingest import operator_data as data
 from pkgcat.storage import schema as t
+from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.bulk import executemany, update_rows
 
 _PURCHASE_FIELDS = (
@@ -33,6 +35,7 @@ _PURCHASE_FIELDS = (
     "currency", "purchased_at", "profile_url", "payment_platform", "account", "udid",
     "device_model",
 )  # fmt: skip
+_STATUS = _PURCHASE_FIELDS.index("status")
 _DEVICE_KEY = ("source_id", "udid", "nickname")
 _DEVICE_DETAILS = ("account", "device_model")
 _CHUNK = 500
@@ -88,7 +91,8 @@ def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None
     """Validate every purchase of ``path``, then add the new ones and update the changed ones."""
     p = t.purchases
     with engine.begin() as db:
-        checked = data.purchases(path, _catalogue(db), delimiter=delimiter)
+        catalogue = _catalogue(db)
+        checked = data.purchases(path, catalogue, delimiter=delimiter)
         rows = checked.rows
         stored = {
             row.txn_id: tuple(row)[1:]
@@ -103,18 +107,54 @@ def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None
         }
         added: list[tuple[Any, ...]] = []
         changed: list[tuple[Any, ...]] = []
+        sales: list[data.PurchaseRow] = []
         for row in rows:
             values = tuple(getattr(row, f) for f in _PURCHASE_FIELDS)
-            if row.txn_id not in stored:
+            before = stored.get(row.txn_id)
+            if before is None:
                 added.append((*values, row.txn_id))
-            elif stored[row.txn_id] != values:
+                sales.append(row)
+            elif before != values:
                 changed.append((*values, row.txn_id))
+                if before[_STATUS] != row.status:
+                    sales.append(row)
         names = (*_PURCHASE_FIELDS, "txn_id")
         executemany(db, insert(p).values({n: bindparam(f"p_{n}") for n in names}), names, added)
         update_rows(db, p, "txn_id", _PURCHASE_FIELDS, changed)
         _register_devices(db, rows)
+        _emit_sales(db, sales, catalogue)
     unchanged = len(rows) - len(added) - len(changed)
     return Written(len(rows), len(added), len(changed), unchanged, checked.ignored)
+
+
+def _emit_sales(db: Connection, sales: list[data.PurchaseRow], catalogue: data.Catalogue) -> None:
+    """A sale event for each purchase added, and for each whose status changed (a refund...)."""
+    heard = outbox.listening(db, {row.source_id for row in sales})
+    if not heard:
+        return
+    names = {ref.id: name for name, ref in catalogue.packages.items()}
+    events: list[outbox.Event] = [
+        (
+            outbox.SALE_EVENTS[row.status],
+            row.source_id,
+            (  # in the order of outbox.SALE_FACTS
+                row.txn_id,
+                None if row.package_id is None else names[row.package_id],
+                row.allowed_for,
+                row.nickname,
+                row.status,
+                row.total,
+                row.commission,
+                row.currency,
+                row.purchased_at,
+                row.profile_url,
+                row.payment_platform,
+            ),
+        )
+        for row in sales
+        if row.source_id in heard
+    ]
+    outbox.emit(db, events, now=int(time.time()))
 
 
 def _register_devices(db: Connection, rows: list[data.PurchaseRow]) -> None:

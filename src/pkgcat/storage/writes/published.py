@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from pkgcat.ingest.control import RECORD_COLUMNS, Record
 from pkgcat.ingest.versions import Preference, best
 from pkgcat.storage import schema as t
+from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.imports import _copy_statements
 
 
@@ -100,7 +101,15 @@ def write_published(
             )
         )
         _write_record(db, source_id, record, fingerprint(control), now)
-        _show_best(db, source_id, record.package, preference, now)
+        new = _show_best(db, source_id, record.package, preference, now)
+        if source_id in outbox.listening(db, (source_id,)):
+            facts = {
+                "package": record.package,
+                "version": record.version,
+                "architecture": record.architecture,
+            }
+            kind = "package.published" if new else "package.updated"
+            outbox.emit(db, [(kind, source_id, facts)], now=now)
 
 
 def _write_record(db: Connection, source_id: int, record: Record, print_: str, now: int) -> None:
@@ -128,8 +137,8 @@ def _write_record(db: Connection, source_id: int, record: Record, print_: str, n
 
 def _show_best(
     db: Connection, source_id: int, package: str, preference: Preference, now: int
-) -> None:
-    """The package row shows its best record, as after an import (copied by the same statements)."""
+) -> bool:
+    """The package row shows its best record, as after an import; whether the row is new."""
     r, p = t.package_records, t.packages
     records = [
         (version, architecture)
@@ -154,3 +163,4 @@ def _show_best(
             "p_now": now,
         },
     )
+    return row is None

@@ -8,7 +8,9 @@ What depends on what (:mod:`pkgcat.storage.schema`)::
            ├─ purchases of the source itself
            ├─ buyers' registered devices
            ├─ imported package records
-           └─ published .deb files
+           ├─ published .deb files
+           └─ webhook events (the outbox; deleted with a cascade, never counted)
+    application ── webhook endpoints ── their delivery attempts
 
 A delete that would leave any of these behind is refused with an
 :class:`AdminError` naming each kind and how many. Cascading deletes them
@@ -53,6 +55,7 @@ _NOUNS = {
     "buyer_devices": ("registered device", "registered devices"),
     "package_records": ("imported package record", "imported package records"),
     "deb_files": ("published file", "published files"),
+    "webhooks": ("webhook endpoint", "webhook endpoints"),
 }
 
 
@@ -94,7 +97,11 @@ def _source_purchases(source_id: int) -> ColumnElement[bool]:
 def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
     """Each kind of dependant of a source, in an order that deletes children first."""
     apps = _apps_of(source_id)
+    endpoints = select(t.webhook_endpoints.c.id).where(t.webhook_endpoints.c.source_id == source_id)
     return [
+        ("webhook_attempts", t.webhook_attempts, t.webhook_attempts.c.endpoint_id.in_(endpoints)),
+        ("webhooks", t.webhook_endpoints, t.webhook_endpoints.c.source_id == source_id),
+        ("webhook_events", t.webhook_events, t.webhook_events.c.source_id == source_id),
         ("usage_operations", t.usage_operations, t.usage_operations.c.application_id.in_(apps)),
         ("usage_days", t.usage_days, t.usage_days.c.application_id.in_(apps)),
         ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
@@ -109,7 +116,11 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
 
 
 def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
+    e = t.webhook_endpoints
+    endpoints = select(e.c.id).where(e.c.application_id == application_id)
     return [
+        ("webhook_attempts", t.webhook_attempts, t.webhook_attempts.c.endpoint_id.in_(endpoints)),
+        ("webhooks", e, e.c.application_id == application_id),
         (
             "usage_operations",
             t.usage_operations,
@@ -124,9 +135,9 @@ def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElem
 # with the usage days it splits, and is not named apart.
 _SOURCE_ORDER = (
     "applications", "keys", "usage_days", "packages", "purchases", "buyer_devices",
-    "package_records", "deb_files",
+    "package_records", "deb_files", "webhooks",
 )  # fmt: skip
-_APPLICATION_ORDER = ("keys", "usage_days")
+_APPLICATION_ORDER = ("keys", "usage_days", "webhooks")
 
 
 def _remove(

@@ -1,0 +1,75 @@
+"""An event as an endpoint receives it: JSON in its application's shape and time zone.
+
+Every event has the same envelope::
+
+    {"id": "evt_...", "type": "sale.completed", "created": "...", "source": "Alpha",
+     "test": false, "data": {...}}
+
+``created`` is written as the shape writes package dates. ``data`` of a
+``sale.*`` event is the sale as ``source/sales.json`` shows it (the same in both
+shapes), as it was when the event was written. ``data`` of a ``package.*``
+event is the package as ``package/details.json`` shows it in the application's
+shape, read when the event is sent (the latest details), or the published
+version alone when the package is gone since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import orjson
+
+from pkgcat import shapes
+from pkgcat.domain import Purchase, Sale, Shape
+from pkgcat.storage import rows
+from pkgcat.storage.webhooks import StoredEvent
+from pkgcat.storage.writes.outbox import SALE_FACTS
+
+
+def _sale(stored: list[Any]) -> Sale:
+    facts = dict(zip(SALE_FACTS, stored, strict=True))
+    purchase = Purchase(
+        nickname=facts["nickname"],
+        status=facts["status"],
+        total=Decimal(facts["total"]),
+        commission=Decimal(facts["commission"]),
+        currency=facts["currency"],
+        purchased_at=datetime.fromtimestamp(facts["purchased_at"], UTC),
+        txn_id=facts["txn_id"],
+        profile_url=facts["profile_url"],
+        allowed_for=facts["allowed_for"],
+        payment_platform=facts["payment_platform"],
+    )
+    return Sale(purchase, facts["package"])
+
+
+def render(
+    event: StoredEvent,
+    *,
+    shape: Shape,
+    zone: ZoneInfo,
+    source: str,
+    package_row: Callable[[str], Any],
+    test: bool = False,
+) -> bytes:
+    """The body posted for ``event``; ``package_row`` reads a package's current row, or None."""
+    facts = event.data
+    data: dict[str, Any]
+    if event.type.startswith("sale."):
+        data = shapes.sale_body(_sale(facts), zone)
+    else:
+        row = package_row(facts["package"])
+        data = dict(facts) if row is None else shapes.package_body(rows.package(row), shape, zone)
+    envelope = {
+        "id": event.event_id,
+        "type": event.type,
+        "created": shapes.moment(datetime.fromtimestamp(event.created_at, UTC), shape, zone),
+        "source": source,
+        "test": test,
+        "data": data,
+    }
+    return orjson.dumps(envelope)

@@ -1,0 +1,171 @@
+"""Webhook fixtures: the test catalogue's endpoints, and real receivers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from pkgcat.net.addresses import Allowance
+from pkgcat.storage import schema as t
+from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.webhooks import WebhookStore
+from pkgcat.storage.writes.operator import import_purchases
+from pkgcat.webhooks.delivery import Deliverer, DeliverySettings
+from pkgcat.webhooks.endpoints import Endpoints, allowance
+from pkgcat.webhooks.signing import Opener
+from tests.ingest.test_operator_data import PURCHASE, write_csv
+from tests.repository.conftest import blob_dir, cli_env, pkgcat
+from tests.servers import poll
+
+__all__ = ["blob_dir", "cli_env", "pkgcat"]  # the repository's fixtures: `pkgcat publish` here too
+
+PASSPHRASE = "a webhook passphrase of some length"
+LOOPBACK: Allowance = allowance("", allow_loopback=True)
+
+
+@dataclass
+class Delivery:
+    """One request a receiver got."""
+
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    """An HTTP server on 127.0.0.1 that records every POST and answers as told.
+
+    ``status``: the answer (503 while "down"); ``hold``: when set, each request
+    waits for it to be set before answering (a receiver that hangs).
+    """
+
+    server: ThreadingHTTPServer
+    status: int = 200
+    hold: threading.Event | None = None
+    got: list[Delivery] = field(default_factory=list)
+    arrived: int = 0
+    """Requests received, answered or not yet."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}/hook"
+
+    def ids(self) -> list[str]:
+        with self.lock:
+            return [d.headers["Pkgcat-Event-Id"] for d in self.got]
+
+    def answered(self) -> list[Delivery]:
+        with self.lock:
+            return list(self.got)
+
+
+def _handler(receiver: Callable[[], Receiver]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            me = receiver()
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with me.lock:
+                me.arrived += 1
+            if me.hold is not None:
+                me.hold.wait(30)
+            status = me.status
+            if 200 <= status < 300:
+                with me.lock:
+                    me.got.append(Delivery(dict(self.headers.items()), body))
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: ARG002 - the base's signature
+            return None
+
+    return Handler
+
+
+@pytest.fixture
+def receivers() -> Iterator[Callable[[], Receiver]]:
+    """Start receivers on 127.0.0.1 (any free port); all stopped after the test."""
+    made: list[Receiver] = []
+
+    def start() -> Receiver:
+        box: list[Receiver] = []
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(lambda: box[0]))
+        server.daemon_threads = True
+        box.append(Receiver(server))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        made.append(box[0])
+        return box[0]
+
+    yield start
+    for receiver in made:
+        if receiver.hold is not None:
+            receiver.hold.set()
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+
+@pytest.fixture
+def store(admin: CatalogueAdmin, catalogue: dict[str, str]) -> WebhookStore:
+    return WebhookStore(admin.engine)
+
+
+@pytest.fixture
+def endpoints(store: WebhookStore) -> Endpoints:
+    return Endpoints(store, passphrase=PASSPHRASE, allowed=LOOPBACK, allow_http=True)
+
+
+def events(engine: Engine) -> list[tuple[str, int, str]]:
+    """(type, source id, data) of every event in the outbox, oldest first."""
+    v = t.webhook_events
+    with engine.connect() as db:
+        found = db.execute(select(v.c.type, v.c.source_id, v.c.data).order_by(v.c.seq))
+        return [(kind, source, data) for kind, source, data in found]
+
+
+def event_count(engine: Engine) -> int:
+    with engine.connect() as db:
+        return int(db.execute(select(func.count()).select_from(t.webhook_events)).scalar_one())
+
+
+@pytest.fixture
+def deliverers(store: WebhookStore) -> Iterator[Callable[..., Deliverer]]:
+    """Start in-process deliverers (fast retries); each stopped after the test."""
+    started: list[Deliverer] = []
+
+    def start(**over: Any) -> Deliverer:
+        settings = DeliverySettings(**({"timeout": 5.0, "retry_seconds": 0.05} | over))
+        deliverer = Deliverer(store, Opener(PASSPHRASE), LOOPBACK, settings)
+        deliverer.start()
+        started.append(deliverer)
+        return deliverer
+
+    yield start
+    for deliverer in started:
+        deliverer.stop(30)
+
+
+def import_sales(engine: Engine, directory: Path, txns: list[str], **over: str) -> None:
+    """Record a purchase of com.alpha.paid (source Alpha) for each transaction id, in order."""
+    rows = [PURCHASE | {"txn_id": txn, "source": ""} | over for txn in txns]
+    import_purchases(engine, write_csv(directory / f"{txns[0]}.csv", rows))
+
+
+def event_ids(engine: Engine) -> list[str]:
+    v = t.webhook_events
+    with engine.connect() as db:
+        return list(db.execute(select(v.c.event_id).order_by(v.c.seq)).scalars())
+
+
+def until(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    """Poll ``check`` (see :func:`tests.servers.poll`) until it holds."""
+    poll(lambda: True if check() else None, what, within)

@@ -1,0 +1,197 @@
+"""Delivery to real receivers on 127.0.0.1: signed, in order, retried, never lost."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import func, select
+from typer.testing import CliRunner, Result
+
+from pkgcat.cli import app as cli
+from pkgcat.client import webhooks
+from pkgcat.ingest import ImportOptions, import_repository
+from pkgcat.storage import schema as t
+from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.webhooks.delivery import Deliverer
+from pkgcat.webhooks.endpoints import Endpoints
+from tests.ingest.conftest import stanza, write_repo
+from tests.servers import environment
+from tests.webhooks.conftest import PASSPHRASE, Receiver, event_ids, import_sales, until
+
+Start = Callable[..., Deliverer]
+
+
+def failed_attempts(admin: CatalogueAdmin) -> int:
+    a = t.webhook_attempts
+    with admin.engine.connect() as db:
+        query = select(func.count()).select_from(a).where(a.c.ok.is_(False))
+        return int(db.execute(query).scalar_one())
+
+
+def test_each_event_is_signed_in_its_applications_shape_and_in_order(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    wanted = ["sale.completed", "package.published"]
+    a, b = receivers(), receivers()
+    secret_a = endpoints.create(1, a.url, wanted).secret  # alpha-a: shape A
+    secret_b = endpoints.create(2, b.url, wanted).secret  # alpha-b: shape B
+    import_sales(admin.engine, tmp_path, ["S-1", "S-2", "S-3"])
+    write_repo(tmp_path / "repo", [stanza("com.alpha.hook", Name="Hook")])
+    import_repository(admin.engine, str(tmp_path / "repo"), ImportOptions(source="Alpha", jobs=1))
+    deliverers()
+    until(lambda: len(a.answered()) == 4 and len(b.answered()) == 4, "four events to each")
+
+    for receiver, secret, shape in ((a, secret_a, "A"), (b, secret_b, "B")):
+        got = [
+            webhooks.verify(d.body, d.headers["Pkgcat-Signature"], secret)
+            for d in receiver.answered()
+        ]
+        assert [e["id"] for e in got] == [d.headers["Pkgcat-Event-Id"] for d in receiver.answered()]
+        assert [e["type"] for e in got] == ["sale.completed"] * 3 + ["package.published"]
+        assert [e["data"]["txn_id"] for e in got[:3]] == ["S-1", "S-2", "S-3"]
+        assert {e["source"] for e in got} == {"Alpha"}
+        assert got[0]["data"]["gross"] == "1.99"
+        package = got[3]["data"]
+        assert package["package"] == "com.alpha.hook"
+        # Shape A: ISO 8601 dates and its own fields; shape B: neither.
+        assert ("architecture" in package) is (shape == "A")
+        assert ("T" in got[3]["created"]) is (shape == "A")
+    assert event_ids(admin.engine) == [d.headers["Pkgcat-Event-Id"] for d in a.answered()]
+
+
+def test_a_receiver_down_then_up_gets_every_event_once(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    down = receivers()
+    down.status = 503
+    endpoints.create(1, down.url, ["sale.completed"])
+    import_sales(admin.engine, tmp_path, [f"D-{n}" for n in range(5)])
+    deliverers()
+    until(lambda: failed_attempts(admin) >= 3, "three failed attempts")
+    down.status = 200
+    until(lambda: len(down.answered()) == 5, "every event once the receiver is up")
+    assert down.ids() == event_ids(admin.engine)  # each once, in order
+
+
+def test_a_hanging_receiver_holds_no_other_endpoint_back(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    hanging, healthy = receivers(), receivers()
+    hanging.hold = threading.Event()
+    endpoints.create(1, hanging.url, ["sale.completed"])
+    endpoints.create(2, healthy.url, ["sale.completed"])
+    import_sales(admin.engine, tmp_path, [f"H-{n}" for n in range(3)])
+    deliverers(timeout=30.0)
+    until(lambda: hanging.arrived == 1, "the hanging receiver to be reached")
+    until(lambda: len(healthy.answered()) == 3, "the healthy receiver's events")
+    assert hanging.answered() == []  # still hanging while the other got everything
+    hanging.hold.set()
+    until(lambda: len(hanging.answered()) == 3, "the hanging receiver's events once it answers")
+
+
+def test_an_endpoint_failing_for_the_whole_window_is_disabled(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    broken = receivers()
+    broken.status = 500
+    made = endpoints.create(1, broken.url, ["sale.completed"]).endpoint
+    import_sales(admin.engine, tmp_path, ["X-1"])
+    deliverers(retry_window=1)
+
+    def disabled() -> bool:
+        return not endpoints.get(1, made.endpoint_id).enabled
+
+    until(disabled, "the endpoint to be disabled")
+    reason = endpoints.get(1, made.endpoint_id).disabled_reason or ""
+    assert reason.startswith("failing since ")
+    arrived = broken.arrived
+    broken.status = 200
+    endpoints.update(1, made.endpoint_id, enabled=True)
+    until(lambda: len(broken.answered()) == 1, "the event once enabled again")
+    assert broken.arrived == arrived + 1
+
+
+def test_during_a_roll_both_secrets_sign(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    receiver = receivers()
+    made = endpoints.create(1, receiver.url, ["sale.completed"])
+    rolled = endpoints.roll_secret(1, made.endpoint.endpoint_id)
+    assert rolled.secret != made.secret
+    import_sales(admin.engine, tmp_path, ["R-1"])
+    deliverers()
+    until(lambda: len(receiver.answered()) == 1, "the event")
+    (delivery,) = receiver.answered()
+    header = delivery.headers["Pkgcat-Signature"]
+    assert header.count("v1=") == 2
+    for secret in (made.secret, rolled.secret):
+        assert webhooks.verify(delivery.body, header, secret)["data"]["txn_id"] == "R-1"
+
+
+def test_test_events_redeliveries_and_the_log_from_the_command_line(
+    database_url: str,
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    tmp_path: Path,
+) -> None:
+    receiver = receivers()
+    made = endpoints.create(2, receiver.url, ["sale.completed"])  # alpha-b: shape B
+    import_sales(admin.engine, tmp_path, ["L-1"])
+    (stored,) = event_ids(admin.engine)
+    env = environment(database_url, webhook_passphrase=PASSPHRASE, webhook_allow_loopback="true")
+    hook = ["webhook"]
+    app = ["--source", "Alpha", "--app", "alpha-b", made.endpoint.endpoint_id]
+
+    def pkgcat(*args: str) -> Result:
+        return CliRunner().invoke(cli, [*hook, *args], env=env, catch_exceptions=False)
+
+    tested = pkgcat("test", *app, "--event", "sale.refunded", "--json")
+    assert tested.exit_code == 0, tested.output
+    again = pkgcat("redeliver", *app, "--event-id", stored)
+    assert again.exit_code == 0, again.output
+    sample, redelivered = (
+        webhooks.verify(d.body, d.headers["Pkgcat-Signature"], made.secret)
+        for d in receiver.answered()
+    )
+    assert (sample["type"], sample["test"], sample["data"]["status"]) == (
+        "sale.refunded", True, "Refunded",
+    )  # fmt: skip
+    assert json.loads(tested.output)["event_id"] == sample["id"]
+    assert (redelivered["id"], redelivered["test"]) == (stored, False)
+    assert "T" not in redelivered["created"]  # shape B's dates
+    log = json.loads(pkgcat("deliveries", *app, "--json").output)
+    assert [(a["event_id"], a["ok"], a["status"]) for a in log] == [
+        (stored, True, 200), (sample["id"], True, 200),
+    ]  # fmt: skip
+
+    receiver.status = 503
+    refused = pkgcat("test", *app, "--event", "package.published")
+    assert refused.exit_code == 1
+    assert "not delivered (503" in refused.output
+    unknown = pkgcat("redeliver", *app, "--event-id", "evt_nothing")
+    assert unknown.exit_code == 1
+    assert "no event 'evt_nothing' for this endpoint's source" in unknown.output

@@ -1,0 +1,119 @@
+"""The outbox: events written in the transaction of the change, once per change."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from pkgcat.ingest import ImportOptions, import_repository
+from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.webhooks import WebhookStore
+from pkgcat.storage.writes.operator import import_purchases
+from pkgcat.storage.writes.outbox import SALE_FACTS
+from pkgcat.webhooks.endpoints import Endpoints
+from tests.debs import build_deb
+from tests.ingest.conftest import stanza, write_repo
+from tests.ingest.test_operator_data import PURCHASE, write_csv
+from tests.repository.conftest import Publisher
+from tests.webhooks.conftest import event_count, events
+
+
+def sale(txn: str, **over: str) -> dict[str, str]:
+    return PURCHASE | {"txn_id": txn, "source": ""} | over
+
+
+def test_sales_emit_once_per_change_and_only_where_heard(
+    admin: CatalogueAdmin, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    endpoints.create(1, "http://127.0.0.1:9/hook", ["sale.completed"])  # alpha-a: source Alpha
+    rows = [sale("W-1"), sale("W-2", package="com.beta.paid", currency="EUR")]
+    import_purchases(admin.engine, write_csv(tmp_path / "one.csv", rows))
+    found = events(admin.engine)
+    assert [(kind, source) for kind, source, _ in found] == [("sale.completed", 1)]
+    facts = dict(zip(SALE_FACTS, json.loads(found[0][2]), strict=True))
+    assert (facts["txn_id"], facts["package"], facts["total"]) == ("W-1", "com.alpha.paid", "1.99")
+
+    import_purchases(admin.engine, write_csv(tmp_path / "again.csv", rows))
+    assert event_count(admin.engine) == 1  # the same rows again: nothing new
+
+    changed = [sale("W-1", status="refunded"), sale("W-3", status="Chargeback")]
+    import_purchases(admin.engine, write_csv(tmp_path / "later.csv", changed))
+    assert [kind for kind, _, _ in events(admin.engine)] == [
+        "sale.completed", "sale.refunded", "sale.chargeback",
+    ]  # fmt: skip
+
+
+def test_a_rolled_back_import_emits_nothing(
+    admin: CatalogueAdmin, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    endpoints.create(1, "http://127.0.0.1:9/hook", ["sale.completed"])
+    file = write_csv(tmp_path / "sales.csv", [sale("R-1"), sale("R-2")])
+
+    def refuse(_connection: Any) -> None:
+        raise RuntimeError("the commit fails")
+
+    event.listen(admin.engine, "commit", refuse)
+    with pytest.raises(RuntimeError, match="the commit fails"):
+        import_purchases(admin.engine, file)
+    event.remove(admin.engine, "commit", refuse)
+    assert event_count(admin.engine) == 0
+    import_purchases(admin.engine, file)  # the same file, committed this time
+    assert event_count(admin.engine) == 2
+
+
+def test_a_source_without_endpoints_gets_no_events(
+    admin: CatalogueAdmin, catalogue: dict[str, str], tmp_path: Path
+) -> None:
+    import_purchases(admin.engine, write_csv(tmp_path / "sales.csv", [sale("N-1")]))
+    assert event_count(admin.engine) == 0
+
+
+def test_publishing_emits_published_then_updated(
+    pkgcat: Publisher, admin: CatalogueAdmin, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    endpoints.create(1, "http://127.0.0.1:9/hook", ["package.published"])
+    first = build_deb(tmp_path, "com.alpha.hooked", "1.0")
+    assert pkgcat("publish", str(first), "--source", "Alpha").exit_code == 0
+    assert pkgcat("publish", str(first), "--source", "Alpha").exit_code == 0  # same bytes
+    second = build_deb(tmp_path, "com.alpha.hooked", "1.1")
+    assert pkgcat("publish", str(second), "--source", "Alpha").exit_code == 0
+    found = [(kind, json.loads(data)["version"]) for kind, _, data in events(admin.engine)]
+    assert found == [("package.published", "1.0"), ("package.updated", "1.1")]
+
+
+def test_a_repository_import_emits_for_new_and_changed_packages_alone(
+    admin: CatalogueAdmin, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    endpoints.create(3, "http://127.0.0.1:9/hook", ["package.updated"])  # beta-a: source Beta
+    options = ImportOptions(source="Beta", jobs=1)
+    write_repo(tmp_path, [stanza("com.beta.one", Name="One"), stanza("com.beta.two")])
+    import_repository(admin.engine, str(tmp_path), options)
+    import_repository(admin.engine, str(tmp_path), options)  # unchanged: nothing new
+    write_repo(tmp_path, [stanza("com.beta.one", Name="One!"), stanza("com.beta.two")])
+    import_repository(admin.engine, str(tmp_path), options)
+    found = [(kind, json.loads(data)["package"]) for kind, _, data in events(admin.engine)]
+    assert found == [
+        ("package.published", "com.beta.one"),
+        ("package.published", "com.beta.two"),
+        ("package.updated", "com.beta.one"),
+    ]
+
+
+def test_pruning_keeps_what_an_endpoint_has_yet_to_pass(
+    admin: CatalogueAdmin, endpoints: Endpoints, store: WebhookStore, tmp_path: Path
+) -> None:
+    made = endpoints.create(1, "http://127.0.0.1:9/hook", ["sale.completed"]).endpoint
+    import_purchases(admin.engine, write_csv(tmp_path / "sales.csv", [sale("P-1"), sale("P-2")]))
+    later = int(time.time()) + 1
+    assert store.prune(before=later) == (0, 0)  # the endpoint has passed none of them
+    first = store.events_after(1, made.position, limit=1)[0]
+    (claimed,) = store.claim("me", now_ms=0, lease_ms=10**15, limit=1)
+    assert store.advance(claimed.pk, "me", position=first.seq, delivered=[], lease_until_ms=None)
+    assert store.prune(before=later - 3600) == (0, 0)  # passed, but not old enough
+    assert store.prune(before=later) == (1, 0)
+    assert [e.seq for e in store.events_after(1, 0, limit=10)] == [first.seq + 1]
