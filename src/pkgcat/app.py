@@ -7,6 +7,7 @@ Nothing is built at import time. ``pkgcat serve`` hands
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
 
 from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
@@ -18,6 +19,11 @@ from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.served import ServedRepository
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import database_unavailable, open_blobs, open_storage
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from pkgcat.store.service import Store
 
 
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
@@ -48,11 +54,18 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
     access_log = access_log_for(settings)
+    store = None
+    if settings.store_url is not None:  # imported only when on
+        from pkgcat.store.service import Store
+
+        store = Store(settings, served)
 
     async def close() -> None:
         if access_log is not None:
             access_log.flush()  # and again at the process's exit, for answers still going out
         await served.close()
+        if store is not None:
+            await store.close()
         await storage.close()
         await throttle.close()
 
@@ -61,7 +74,12 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         ready=storage.readiness,
         throttle=throttle,
         metrics=metrics,
-        repository=RepositoryApp(served),
+        repository=RepositoryApp(
+            served,
+            payment_endpoint=settings.store_url,
+            cydia_gate=settings.store_cydia_gate,
+        ),
+        store=None if store is None else _store_app(store, throttle),
     )
     return ApiApp(
         service,
@@ -73,6 +91,12 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         query_keys=settings.query_keys,
         access_log=access_log,
     )
+
+
+def _store_app(store: Store, throttle: AuthThrottle) -> ASGIApp:
+    from pkgcat.http.store import create_store_app
+
+    return create_store_app(store, throttle.client)
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

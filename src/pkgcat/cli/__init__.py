@@ -44,6 +44,7 @@ COMMANDS: dict[str, _Entry] = {
     "import-prices": _Entry("imports", "prices_command", "Set packages' prices."),
     "publish": _Entry("publish", "publish_command", "Publish a .deb to the served repository."),
     "repo": _Entry("repo", "app", "The served repository's signing keys."),
+    "buyer": _Entry("buyers", "app", "The store's buyers: list them, revoke their sign-ins."),
     "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),
 }
 """Every command, in the order ``pkgcat --help`` lists them."""
