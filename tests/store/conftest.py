@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import Iterator
 from email import message_from_bytes
@@ -23,6 +22,7 @@ from tests.repository.conftest import (  # noqa: F401  # fixtures the store's te
     cli_env,
     pkgcat,
 )
+from tests.servers import free_port
 
 PASSPHRASE = "a test passphrase of some length"
 STORE = "http://testserver/store/"
@@ -56,17 +56,10 @@ class Mailbox:
             time.sleep(0.01)  # polling for a delivery, not timing anything
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def mailbox() -> Iterator[tuple[Mailbox, int]]:
     box = Mailbox()
-    port = _free_port()
+    port = free_port()
     controller = Controller(box, hostname="127.0.0.1", port=port)
     controller.start()
     try:

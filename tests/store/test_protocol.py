@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import httpx
 from sqlalchemy import text
 
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api
+from tests.repository.test_served import stanzas
 from tests.store.conftest import MODEL, STORE, UDID, Mailbox
 from tests.store.sileo import Sileo
 
@@ -82,7 +85,12 @@ def test_sileo_buys_and_downloads_a_paid_package_then_signs_out(
     assert device.payment_secret not in url
     download = http.get(url.removeprefix("http://testserver"))
     assert download.status_code == 200
-    assert download.content[:8] == b"!<arch>\n"
+    # What apt checks: the bytes are the ones the signed index lists for this package.
+    [listed] = [
+        s for s in stanzas(http.get("/repo/Packages").content) if s["Package"] == "com.alpha.paid"
+    ]
+    assert hashlib.sha256(download.content).hexdigest() == listed["SHA256"]
+    assert len(download.content) == int(listed["Size"])
     again = http.get(url.removeprefix("http://testserver"))
     assert again.status_code == 410
 
