@@ -262,9 +262,20 @@ class Settings(BaseSettings):
     store_name: str = Field(
         default="pkgcat", min_length=1, description="The store's name, as Sileo shows it."
     )
-    store_platform: Literal["none", "test"] = Field(
+    store_platform: Literal["none", "test", "stripe"] = Field(
         default="none",
-        description="Payment platform of the store: `test` completes every purchase at once, marked test; `none`: nothing can be bought.",
+        description="Payment platform of the store: `stripe` (Checkout), `test` completes every purchase at once, marked test; `none`: nothing can be bought.",
+    )
+    stripe_secret_key: SecretStr | None = Field(
+        default=None, description="Stripe secret API key (a secret: from the environment only)."
+    )
+    stripe_webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="Signing secret of the store's Stripe webhook endpoint (a secret: from the environment only).",
+    )
+    stripe_api_base: str | None = Field(
+        default=None,
+        description="Another address for Stripe's API (a test double); unset: Stripe's own.",
     )
     store_code_seconds: int = Field(
         default=600, ge=60, le=3600, description="Lifetime of an emailed sign-in code, in seconds."
@@ -317,6 +328,20 @@ class Settings(BaseSettings):
             raise ValueError(
                 "the store mails sign-in codes: set PKGCAT_SMTP_HOST and PKGCAT_SMTP_FROM"
             )
+        live = self.stripe_secret_key is not None or self.stripe_webhook_secret is not None
+        if self.store_platform == "test" and live:
+            raise ValueError(
+                "test mode cannot be on with a live platform's keys: "
+                "unset PKGCAT_STRIPE_SECRET_KEY and PKGCAT_STRIPE_WEBHOOK_SECRET, "
+                "or set PKGCAT_STORE_PLATFORM=stripe"
+            )
+        if self.store_platform == "stripe":
+            if self.stripe_secret_key is None or self.stripe_webhook_secret is None:
+                raise ValueError(
+                    "PKGCAT_STORE_PLATFORM=stripe needs PKGCAT_STRIPE_SECRET_KEY "
+                    "and PKGCAT_STRIPE_WEBHOOK_SECRET"
+                )
+            _require(("stripe",), "stripe")
         return self
 
     @field_validator("shape", mode="before")

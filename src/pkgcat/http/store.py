@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from pkgcat.http import store_page
@@ -32,6 +32,8 @@ from pkgcat.store.service import Store, StoreError, device
 log = logging.getLogger("pkgcat.store")
 
 NO_STORE = {"cache-control": "no-store"}
+STRIPE_MAX_BODY = 1024 * 1024
+"""The largest webhook body read: Stripe's events are a few kilobytes."""
 
 
 def json(body: object, status: int = 200) -> Response:
@@ -98,6 +100,23 @@ def create_store_app(store: Store, client_of: ClientOf) -> Starlette:
             package, body.get("token"), body.get("version"), where
         )
 
+    async def stripe_webhook(request: Request) -> Response:
+        payload = b""
+        async for chunk in request.stream():
+            payload += chunk
+            if len(payload) > STRIPE_MAX_BODY:
+                return json({"error": "the event is too large"}, 413)
+        try:
+            applied = await store.stripe_event(payload, request.headers.get("stripe-signature", ""))
+        except StoreError as error:
+            log.warning("a Stripe webhook was refused: %s", error)
+            return refused(error)
+        return json({"received": True, "applied": applied})
+
+    async def payment_return(_request: Request) -> Response:
+        # Stripe's page sends the buyer back here; Sileo takes over and asks again.
+        return RedirectResponse("sileo://payment_completed", 303, headers=NO_STORE)
+
     routes = [
         Route("/info", info),
         *store_page.routes(store, client_of),
@@ -106,6 +125,8 @@ def create_store_app(store: Store, client_of: ClientOf) -> Starlette:
         Route("/package/{package}/info", post(package_info), methods=["POST"]),
         Route("/package/{package}/purchase", post(purchase), methods=["POST"]),
         Route("/package/{package}/authorize_download", post(authorize), methods=["POST"]),
+        Route("/stripe/webhook", stripe_webhook, methods=["POST"]),
+        Route("/payment/return", payment_return),
     ]
     app = Starlette(routes=routes)
     app.router.redirect_slashes = False

@@ -335,3 +335,11 @@ store_payments = Table(
     Column("completed_at", BigInteger, nullable=True),
 )
 """Each payment the store started; a completed one wrote its purchases row in the same transaction."""
+
+store_events = Table(
+    "store_events",
+    metadata,
+    Column("event_id", String(255), primary_key=True),
+    Column("applied_at", BigInteger, nullable=False),
+)
+"""Payment platform events applied, recorded in the transaction that applied each (once)."""

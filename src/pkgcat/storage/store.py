@@ -13,9 +13,11 @@ else the same transaction must hold (the webhooks' outbox, say).
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from pkgcat.storage import schema as t
 
@@ -315,11 +317,53 @@ def complete_payment(db: Connection, payment_id: str, txn_id: str, now: int) -> 
 
 def fail_payment(engine: Engine, payment_id: str) -> None:
     """An open payment that failed or was abandoned: it never owns anything."""
-    s = t.store_payments
     with engine.begin() as db:
-        db.execute(
-            update(s).where(s.c.id == payment_id, s.c.status == "open").values(status="failed")
-        )
+        fail_open_payment(db, payment_id)
+
+
+def fail_open_payment(db: Connection, payment_id: str) -> bool:
+    """:func:`fail_payment` on the caller's transaction; False when it was not open."""
+    s = t.store_payments
+    done = db.execute(
+        update(s).where(s.c.id == payment_id, s.c.status == "open").values(status="failed")
+    )
+    return done.rowcount == 1
+
+
+def record_refund(db: Connection, platform: str, txn_id: str, status: str) -> bool:
+    """A store purchase refunded or charged back (``status``), on the caller's transaction.
+
+    The one place a store purchase changes status after its sale: whatever must
+    happen with a refund in the same transaction belongs here. False when no
+    purchase of that platform and reference is in another status.
+    """
+    u = t.purchases
+    done = db.execute(
+        update(u)
+        .where(u.c.payment_platform == platform, u.c.txn_id == txn_id, u.c.status != status)
+        .values(status=status)
+    )
+    return done.rowcount > 0
+
+
+def apply_event(
+    engine: Engine, event_id: str, now: int, effect: Callable[[Connection], object]
+) -> bool:
+    """Apply a platform event once: its id and its effect commit together; False if applied before."""
+    try:
+        with engine.begin() as db:
+            db.execute(insert(t.store_events).values(event_id=event_id, applied_at=now))
+            effect(db)
+    except IntegrityError:
+        # Applied before, or by a request racing this one: nothing changes.
+        with engine.connect() as db:
+            seen = db.execute(
+                select(t.store_events.c.event_id).where(t.store_events.c.event_id == event_id)
+            ).first()
+        if seen is None:
+            raise
+        return False
+    return True
 
 
 def record_purchase(db: Connection, purchase: StorePurchase) -> None:

@@ -5,6 +5,8 @@ A platform answers :meth:`Platform.pay` with what the device must do next:
 (a page to open, where the payment continues) or ``failed``. One platform is
 chosen by ``PKGCAT_STORE_PLATFORM``:
 
+- ``stripe``: a Checkout Session per payment, its outcome learned from Stripe's
+  signed webhooks (:mod:`pkgcat.store.stripe_platform`).
 - ``test``: every payment completes at once, with no money; its purchases are
   marked ``test`` (platform and transaction id). Meant for the demo and
   development; a live platform and the test one are never enabled together,
@@ -17,6 +19,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from pkgcat.config import Settings
 
 Next = Literal["done", "open", "failed"]
 
@@ -60,6 +64,18 @@ class TestPlatform:
         return Outcome("done", txn_id=payment.payment_id)
 
 
-def platform_for(name: str) -> Platform | None:
+def platform_for(settings: Settings) -> Platform | None:
     """The platform ``PKGCAT_STORE_PLATFORM`` names; None for ``none``."""
-    return TestPlatform() if name == "test" else None
+    if settings.store_platform == "test":
+        return TestPlatform()
+    if settings.store_platform == "stripe":
+        from pkgcat.store.stripe_platform import StripePlatform  # the stripe extra
+
+        assert settings.stripe_secret_key is not None
+        assert settings.store_url is not None
+        return StripePlatform(
+            settings.stripe_secret_key.get_secret_value(),
+            settings.store_url,
+            settings.stripe_api_base,
+        )
+    return None

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from pkgcat.config import Settings
 from pkgcat.repository.debs import pool_path
@@ -98,7 +98,9 @@ class Store:
         self._engine: Engine | None = None
         self._served = served
         self._mailer = Mailer(settings)
-        self._platform = platform_for(settings.store_platform)
+        self._platform = platform_for(settings)
+        webhook = settings.stripe_webhook_secret
+        self._webhook_secret = None if webhook is None else webhook.get_secret_value()
         self._code_seconds = settings.store_code_seconds
         self._clock = clock
         self._downloads_base = _downloads_base(settings)
@@ -296,10 +298,50 @@ class Store:
             raise StoreError("downloads of paid packages are not enabled here", 503) from None
         return {"url": self._downloads_base + signed}
 
+    async def stripe_event(self, payload: bytes, signature: str) -> bool:
+        """Apply a Stripe webhook's event, once; False when it was applied before.
+
+        StoreError (400) for a body whose signature does not verify.
+        """
+        if self._webhook_secret is None:
+            raise StoreError("Stripe is not this store's payment platform", 404)
+        from pkgcat.store.stripe_platform import verified_event
+
+        try:
+            event = verified_event(payload, signature, self._webhook_secret)
+        except ValueError as error:
+            raise StoreError(str(error)) from None
+        effect = _stripe_effect(event, self.now())
+        if effect is None:
+            return False  # an event the store does not act on
+        return await self._run(db.apply_event, str(event["id"]), self.now(), effect)
+
     async def close(self) -> None:
         await self._limiter.close()
         if self._engine is not None:
             self._engine.dispose()
+
+
+def _stripe_effect(event: dict[str, Any], now: int) -> Callable[[Connection], object] | None:
+    """What an event does to the ledger, as a function of the transaction that applies it."""
+    kind = event.get("type")
+    found = event.get("data", {}).get("object", {})
+    if kind in ("checkout.session.completed", "checkout.session.async_payment_succeeded"):
+        if found.get("payment_status") != "paid":
+            return None  # paid later (async_payment_succeeded) or never (async_payment_failed)
+        payment_id = str(found.get("client_reference_id") or "")
+        txn_id = str(found.get("payment_intent") or found.get("id"))
+        return lambda connection: db.complete_payment(connection, payment_id, txn_id, now)
+    if kind in ("checkout.session.expired", "checkout.session.async_payment_failed"):
+        payment_id = str(found.get("client_reference_id") or "")
+        return lambda connection: db.fail_open_payment(connection, payment_id)
+    if kind == "charge.refunded" and found.get("refunded"):
+        intent = str(found.get("payment_intent") or "")
+        return lambda connection: db.record_refund(connection, "stripe", intent, "Refunded")
+    if kind == "charge.dispute.created":
+        intent = str(found.get("payment_intent") or "")
+        return lambda connection: db.record_refund(connection, "stripe", intent, "Chargeback")
+    return None
 
 
 def _complete(engine: Engine, payment_id: str, txn_id: str, now: int) -> bool:

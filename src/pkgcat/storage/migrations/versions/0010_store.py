@@ -15,6 +15,9 @@ buys (one package or a whole source), amount, the platform and its reference,
 and its state (open, completed, failed). A completed payment has written its
 purchases row in the same transaction, never before.
 
+store_events holds the id of each payment platform event applied, written in
+the transaction that applies it: an event told again changes nothing.
+
 Revision ID: 0010
 Revises: 0006
 """
@@ -79,9 +82,16 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_store_payments_buyer_id", "store_payments", ["buyer_id"])
+    op.create_table(
+        "store_events",
+        sa.Column("event_id", sa.String(length=255), nullable=False),
+        sa.Column("applied_at", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("event_id"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("store_events")
     op.drop_index("ix_store_payments_buyer_id", table_name="store_payments")
     op.drop_table("store_payments")
     op.drop_index("ix_buyer_tokens_buyer_id", table_name="buyer_tokens")
