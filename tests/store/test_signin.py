@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 from sqlalchemy import text
 from typer.testing import CliRunner
 
 from pkgcat.cli import app as cli
+from pkgcat.http.store_page import COOKIE
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
 from tests.store.conftest import Mailbox, store_settings
@@ -204,3 +206,49 @@ def test_the_cydia_gate_is_off_by_default_and_matches_device_headers_when_on(
     assert gated.http.get(path, headers=headers).status_code == 200
     someone = {"X-Unique-ID": "0000aaaa", "X-Machine": device.model}
     assert gated.http.get(path, headers=someone).status_code == 403
+
+
+def test_without_a_store_there_is_no_payment_endpoint_nor_store(
+    make_api: AppFactory, sold: dict[str, Path], cli_env: dict[str, str]
+) -> None:
+    plain = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"])
+    assert plain.http.get("/repo/payment_endpoint").status_code == 404
+    assert plain.http.get("/store/info").status_code == 404
+
+
+def test_a_mail_server_that_cannot_be_reached_is_said_plainly(
+    make_api: AppFactory, sold: dict[str, Path], cli_env: dict[str, str]
+) -> None:
+    from tests.servers import free_port
+
+    shop = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"], **store_settings(free_port()))
+    sent = shop.http.post(
+        f"{BASE}authenticate/email",
+        data=hidden_fields(_email_page(shop)) | {"email": "nomail@example.test"},
+    )
+    assert sent.status_code == 503
+    assert "could not be sent" in sent.text
+
+
+def test_guesses_are_counted_in_redis_when_the_limit_is_shared(
+    make_api: AppFactory,
+    sold: dict[str, Path],
+    cli_env: dict[str, str],
+    mailbox: tuple[Mailbox, int],
+    redis_url: str,
+) -> None:
+    """Two servers sharing one Redis: the allowance is one, whichever server is asked."""
+    settings = store_settings(
+        mailbox[1], redis_url=redis_url, rate_limit_namespace=f"store-{secrets.token_hex(4)}"
+    )
+    one = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"], **settings)
+    two = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"], **settings)
+    fields, code = _code_form(one, mailbox[0], "shared@example.test")
+    wrong = f"{(int(code) + 1) % 10**6:06d}"
+    for server in (one, two, one, two, one):
+        server.http.cookies.set(COOKIE, fields["csrf"], path="/store/")
+        tried = server.http.post(f"{BASE}authenticate/code", data=fields | {"code": wrong})
+        assert tried.status_code == 400
+    two.http.cookies.set(COOKIE, fields["csrf"], path="/store/")
+    right = two.http.post(f"{BASE}authenticate/code", data=fields | {"code": code})
+    assert right.status_code == 429

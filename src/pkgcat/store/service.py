@@ -15,8 +15,10 @@ code cannot be guessed faster than the allowance from anywhere.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import secrets
+import smtplib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
 CODE = re.compile(r"[0-9]{6}")
 T = TypeVar("T")
+log = logging.getLogger("pkgcat.store")
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
 
 
@@ -154,7 +157,12 @@ class Store:
         await self._run(
             db.save_code, email, digest(f"{email}\n{code}"), self.now() + self._code_seconds
         )
-        await self._mailer.send_code(email, code, self._code_seconds // 60)
+        try:
+            await self._mailer.send_code(email, code, self._code_seconds // 60)
+        except (smtplib.SMTPException, OSError) as error:
+            # The reason, never the code: the mail server's answer or the connection's error.
+            log.warning("the sign-in mail could not be sent: %s", type(error).__name__)
+            raise StoreError("the sign-in mail could not be sent; try again later", 503) from None
         return email
 
     async def sign_in(self, email: str, code: str, client: str, where: Device) -> tuple[str, str]:
@@ -350,8 +358,14 @@ def _complete(engine: Engine, payment_id: str, txn_id: str, now: int) -> bool:
 
 
 def _downloads_base(settings: Settings) -> str:
-    """The origin download URLs are made under: the repository's, else the store's."""
-    address = settings.repository_url or settings.store_url
+    """The origin download URLs are made under: the repository's, else the store's.
+
+    Never plain http unless ``PKGCAT_STORE_ALLOW_HTTP`` says so: an http repository
+    address then yields to the store's (https) one.
+    """
+    address = settings.repository_url
+    if address is None or (address.startswith("http://") and not settings.store_allow_http):
+        address = settings.store_url
     assert address is not None
     scheme, _, rest = address.partition("://")
     return f"{scheme}://{rest.partition('/')[0]}"
