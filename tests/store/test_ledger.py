@@ -83,3 +83,22 @@ def test_a_whole_source_purchase_unlocks_every_package_of_the_source(engine: Eng
     owned = store.owned_packages(engine, buyer)
     assert owned == ["com.alpha.free", "com.alpha.offline", "com.alpha.other", "com.alpha.paid"]
     assert "com.beta.paid" not in owned
+
+
+def test_a_source_with_store_payments_is_deleted_only_with_them(
+    engine: Engine, database_url: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from pkgcat.cli import app as cli
+
+    buyer = _buyer(engine, "gone@example.test")
+    store.start_payment(engine, "pay_gone", _purchase(buyer, "gone@example.test", 1))
+    env = {"PKGCAT_DATABASE_URL": database_url}
+    refused = CliRunner().invoke(cli, ["source", "delete", "Alpha"], env=env)
+    assert refused.exit_code == 1
+    assert "1 store payment" in refused.output
+    done = CliRunner().invoke(cli, ["source", "delete", "Alpha", "--cascade"], env=env)
+    assert done.exit_code == 0, done.output
+    with engine.connect() as db:
+        assert db.execute(text("SELECT count(*) FROM store_payments")).scalar() == 0
