@@ -232,17 +232,17 @@ class Store:
         if token:
             buyer = await self.buyer(token, where)
             purchased = await self._run(db.owns, buyer.buyer_id, found.id)
-        price = found.price or "0.00"
-        paid = found.commercial if found.price is None else Decimal(found.price) != 0
-        shown = (
-            display_price(price, found.currency) if found.price is not None else "not priced yet"
-        )
+        if found.price is None:
+            # Tagged commercial with no price yet: paid, but not sold until it has one.
+            shown, priced = "not priced yet", False
+        else:
+            shown, priced = display_price(found.price, found.currency), Decimal(found.price) != 0
         if self.test_mode:
             shown += " (test)"
         return {
             "price": shown,
             "purchased": purchased,
-            "available": paid and found.price is not None and self._platform is not None,
+            "available": priced and self._platform is not None,
         }
 
     async def purchase(
