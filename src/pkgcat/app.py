@@ -7,6 +7,7 @@ Nothing is built at import time. ``pkgcat serve`` hands
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
 
 from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
@@ -23,6 +24,11 @@ from pkgcat.storage.backends import (
     open_failure_limiter,
     open_storage,
 )
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from pkgcat.store.service import Store
 
 
 def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
@@ -54,11 +60,18 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         from pkgcat.webhooks.delivery import InProcess
 
         background.append(InProcess(settings, metrics))
+    store = None
+    if settings.store_url is not None:  # imported only when on
+        from pkgcat.store.service import Store
+
+        store = Store(settings, served)
 
     async def close() -> None:
         if access_log is not None:
             access_log.flush()  # and again at the process's exit, for answers still going out
         await served.close()
+        if store is not None:
+            await store.close()
         await storage.close()
         await throttle.close()
 
@@ -67,8 +80,13 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         ready=storage.readiness,
         throttle=throttle,
         metrics=metrics,
-        repository=RepositoryApp(served),
+        repository=RepositoryApp(
+            served,
+            payment_endpoint=settings.store_url,
+            cydia_gate=settings.store_cydia_gate,
+        ),
         background=background,
+        store=None if store is None else _store_app(store, throttle),
     )
     return ApiApp(
         service,
@@ -81,6 +99,12 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         access_log=access_log,
         deadline=settings.request_deadline,
     )
+
+
+def _store_app(store: Store, throttle: AuthThrottle) -> ASGIApp:
+    from pkgcat.http.store import create_store_app
+
+    return create_store_app(store, throttle.client)
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

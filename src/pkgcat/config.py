@@ -310,6 +310,95 @@ class Settings(BaseSettings):
             )
         return self
 
+    store_url: str | None = Field(
+        default=None,
+        description="Public base address of the store, Sileo's payment provider API (`https://shop.example.com/store/`); the repository's payment_endpoint names it. Unset: no store.",
+    )
+    store_name: str = Field(
+        default="pkgcat", min_length=1, description="The store's name, as Sileo shows it."
+    )
+    store_platform: Literal["none", "test", "stripe"] = Field(
+        default="none",
+        description="Payment platform of the store: `stripe` (Checkout), `test` completes every purchase at once, marked test; `none`: nothing can be bought.",
+    )
+    stripe_secret_key: SecretStr | None = Field(
+        default=None, description="Stripe secret API key (a secret: from the environment only)."
+    )
+    stripe_webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="Signing secret of the store's Stripe webhook endpoint (a secret: from the environment only).",
+    )
+    stripe_api_base: str | None = Field(
+        default=None,
+        description="Another address for Stripe's API (a test double); unset: Stripe's own.",
+    )
+    store_code_seconds: int = Field(
+        default=600, ge=60, le=3600, description="Lifetime of an emailed sign-in code, in seconds."
+    )
+    store_code_limit: str = Field(
+        default="5/15 minutes",
+        description="Sign-in codes asked for and wrong codes tried, per email address and per client address.",
+    )
+    store_allow_http: bool = Field(
+        default=False,
+        description="Allow an http store address and http download URLs (development on loopback only).",
+    )
+    store_cydia_gate: bool = Field(
+        default=False,
+        description="Also serve a paid .deb to a request whose X-Unique-ID names a device that bought it (Cydia's gate; forgeable).",
+    )
+    smtp_host: str | None = Field(
+        default=None, description="SMTP server the store's sign-in codes are sent through."
+    )
+    smtp_port: int = Field(default=587, ge=1, le=65535, description="Port of the SMTP server.")
+    smtp_from: str | None = Field(default=None, description="From address of the sign-in mail.")
+    smtp_starttls: bool = Field(
+        default=True, description="Upgrade the SMTP connection with STARTTLS."
+    )
+    smtp_username: str | None = Field(
+        default=None, description="SMTP user name, when the server wants one."
+    )
+    smtp_password: SecretStr | None = Field(
+        default=None, description="SMTP password (a secret: from the environment only)."
+    )
+
+    @field_validator("store_url")
+    @classmethod
+    def _store_address(cls, value: str | None) -> str | None:
+        return value if value is None or value.endswith("/") else value + "/"
+
+    @model_validator(mode="after")
+    def _store_ready(self) -> Settings:
+        url = self.store_url
+        if url is None:
+            return self
+        if not url.startswith("https://") and not (
+            self.store_allow_http and url.startswith("http://")
+        ):
+            raise ValueError(
+                f"PKGCAT_STORE_URL {url!r} is not an https address "
+                "(http only with PKGCAT_STORE_ALLOW_HTTP, for development)"
+            )
+        if self.smtp_host is None or self.smtp_from is None:
+            raise ValueError(
+                "the store mails sign-in codes: set PKGCAT_SMTP_HOST and PKGCAT_SMTP_FROM"
+            )
+        live = self.stripe_secret_key is not None or self.stripe_webhook_secret is not None
+        if self.store_platform == "test" and live:
+            raise ValueError(
+                "test mode cannot be on with a live platform's keys: "
+                "unset PKGCAT_STRIPE_SECRET_KEY and PKGCAT_STRIPE_WEBHOOK_SECRET, "
+                "or set PKGCAT_STORE_PLATFORM=stripe"
+            )
+        if self.store_platform == "stripe":
+            if self.stripe_secret_key is None or self.stripe_webhook_secret is None:
+                raise ValueError(
+                    "PKGCAT_STORE_PLATFORM=stripe needs PKGCAT_STRIPE_SECRET_KEY "
+                    "and PKGCAT_STRIPE_WEBHOOK_SECRET"
+                )
+            _require(("stripe",), "stripe")
+        return self
+
     @field_validator("shape", mode="before")
     @classmethod
     def _upper_shape(cls, value: object) -> object:
@@ -445,7 +534,7 @@ class Settings(BaseSettings):
         """``trusted_proxies`` as networks (an address is a network of one)."""
         return tuple(ipaddress.ip_network(n) for n in self.trusted_proxies.split(",") if n)
 
-    @field_validator("rate_limit", "auth_failure_limit")
+    @field_validator("rate_limit", "auth_failure_limit", "store_code_limit")
     @classmethod
     def _valid_limit(cls, value: str) -> str:
         try:

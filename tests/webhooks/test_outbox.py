@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from pkgcat.ingest import ImportOptions, import_repository
+from pkgcat.storage import store
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.webhooks import WebhookStore
 from pkgcat.storage.writes.operator import import_purchases
@@ -21,6 +22,8 @@ from tests.ingest.conftest import stanza, write_repo
 from tests.ingest.test_operator_data import PURCHASE, write_csv
 from tests.repository.conftest import Publisher
 from tests.webhooks.conftest import event_count, events
+
+NOW = 1_711_886_400
 
 
 def sale(txn: str, **over: str) -> dict[str, str]:
@@ -117,3 +120,35 @@ def test_pruning_keeps_what_an_endpoint_has_yet_to_pass(
     assert store.prune(before=later - 3600) == (0, 0)  # passed, but not old enough
     assert store.prune(before=later) == (1, 0)
     assert [e.seq for e in store.events_after(1, 0, limit=10)] == [first.seq + 1]
+
+
+def test_the_store_s_sales_and_refunds_emit_as_imported_ones_do(
+    admin: CatalogueAdmin, endpoints: Endpoints
+) -> None:
+    """A purchase completed in the store, then refunded by its platform: two events, once each."""
+    endpoints.create(1, "http://127.0.0.1:9/hook", ["sale.completed", "sale.refunded"])
+    engine = admin.engine
+    store.save_code(engine, "shop@example.test", "c" * 64, NOW + 600)
+    buyer = store.sign_in(
+        engine, "shop@example.test", "c" * 64, "t" * 64, "s" * 64, "udid1", "iPhone", NOW
+    )
+    assert buyer is not None
+    bought = store.StorePurchase(
+        source_id=1, package_id=1, buyer_id=buyer, email="shop@example.test", udid="udid1",
+        model="iPhone", total="9.00", currency="USD", platform="test", txn_id="unused",
+        purchased_at=NOW,
+    )  # fmt: skip
+    store.start_payment(engine, "pay_w", bought)
+    for _ in range(3):  # told three times, applied once
+        with engine.begin() as db:
+            store.complete_payment(db, "pay_w", "txn_w", NOW + 5)
+    with engine.begin() as db:
+        assert store.record_refund(db, "test", "txn_w", "Refunded")
+    with engine.begin() as db:
+        assert not store.record_refund(db, "test", "txn_w", "Refunded")  # no change, no event
+    found = events(engine)
+    assert [kind for kind, _, _ in found] == ["sale.completed", "sale.refunded"]
+    facts = dict(zip(SALE_FACTS, json.loads(found[0][2]), strict=True))
+    assert (facts["txn_id"], facts["package"], facts["nickname"]) == (
+        "txn_w", "com.alpha.paid", "shop@example.test",
+    )  # fmt: skip

@@ -46,6 +46,7 @@ COMMANDS: dict[str, _Entry] = {
     "repo": _Entry("repo", "app", "The served repository's signing keys."),
     "webhook": _Entry("webhooks", "app", "Applications' webhook endpoints."),
     "deliver": _Entry("deliver", "deliver", "Deliver webhook events until interrupted."),
+    "buyer": _Entry("buyers", "app", "The store's buyers: list them, revoke their sign-ins."),
     "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),
 }
 """Every command, in the order ``pkgcat --help`` lists them."""

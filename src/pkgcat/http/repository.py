@@ -7,7 +7,8 @@ ETag and Last-Modified), so a request costs a dict lookup and two messages.
 Paths, under ``/repo/`` (the whole catalogue) and ``/repo/sources/NAME/`` (one
 source's packages): ``Packages[.gz|.xz|.bz2|.zst]``, ``Release``, ``InRelease``,
 ``Release.gpg``, ``by-hash/ALGORITHM/DIGEST``, ``CydiaIcon.png``, ``key.asc``
-(the public signing keys), ``depictions/PACKAGE.json`` (Sileo), and the files,
+(the public signing keys), ``payment_endpoint`` (the store's address, when the
+store is on), ``depictions/PACKAGE.json`` (Sileo), and the files,
 ``pool/ab/DIGEST/NAME.deb``.
 
 A .deb of a free package is served to anyone, with Range requests (apt
@@ -27,6 +28,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 from importlib.resources import files
 from urllib.parse import parse_qsl, unquote
 
+import anyio
 from starlette.responses import FileResponse
 from starlette.types import Message, Receive, Scope, Send
 
@@ -34,6 +36,7 @@ from pkgcat.http.asgi import matches
 from pkgcat.repository.grants import GrantRefused
 from pkgcat.repository.indexes import IndexFile, IndexSet, PoolEntry, entity_tag
 from pkgcat.repository.served import ServedRepository
+from pkgcat.storage.store import device_owns
 
 log = logging.getLogger("pkgcat.repository")
 
@@ -61,9 +64,18 @@ class RepositoryApp:
     """ASGI app of the repository; mounted at ``/repo``."""
 
     def __init__(
-        self, served: ServedRepository, on_download: DownloadHook = ignore_download
+        self,
+        served: ServedRepository,
+        on_download: DownloadHook = ignore_download,
+        *,
+        payment_endpoint: str | None = None,
+        cydia_gate: bool = False,
     ) -> None:
+        """``payment_endpoint``: the store's address, served as ``payment_endpoint``;
+        ``cydia_gate``: also serve a paid file to a device its headers say bought it."""
         self.served = served
+        self._payment_endpoint = payment_endpoint
+        self._cydia_gate = cydia_gate
         self.on_download = on_download
         icon = _icon()
         self._icon = (icon, entity_tag(icon))
@@ -101,6 +113,10 @@ class RepositoryApp:
                 await _plain(send, 404, f"no repository of a source named {name!r} here")
                 return
         headers = dict(scope["headers"])
+        if rest == "payment_endpoint" and self._payment_endpoint is not None:
+            # Sileo reads one line: the base address of the payment provider (the store).
+            await _plain(send, 200, self._payment_endpoint)
+            return
         if rest == "CydiaIcon.png":
             body, tag = self._icon
             await _index(send, method, headers, IndexFile(body, "image/png", tag, _EPOCH))
@@ -119,6 +135,8 @@ class RepositoryApp:
         if entry.paid:
             query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
             refusal = await self._authorize(canonical, query)
+            if refusal is not None and "grant" not in query and self._cydia_gate:
+                refusal = await self._cydia(headers, entry, refusal)
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
@@ -143,6 +161,20 @@ class RepositoryApp:
         if not await self.served.spend(grant):
             return 410, "this download URL has been used already; ask for a new one"
         return None
+
+    async def _cydia(
+        self, headers: dict[bytes, bytes], entry: PoolEntry, refusal: tuple[int, str]
+    ) -> tuple[int, str] | None:
+        """Cydia's gate: the device's own headers against the purchases. Forgeable by anyone
+        who knows a buyer's UDID, hence off unless ``PKGCAT_STORE_CYDIA_GATE`` is set."""
+        udid = headers.get(b"x-unique-id", b"").decode("latin-1")
+        machine = headers.get(b"x-machine", b"").decode("latin-1")
+        if not udid or not machine or len(udid) > 64 or len(machine) > 64:
+            return refusal
+        owned = await anyio.to_thread.run_sync(
+            device_owns, self.served.engine(), udid, machine, entry.package
+        )
+        return None if owned else (403, "this device has not bought this package")
 
     async def _deb(
         self,

@@ -145,13 +145,15 @@ def create_site(
     metrics: Metrics | None = None,
     repository: ASGIApp | None = None,
     background: Sequence[Background] = (),
+    store: ASGIApp | None = None,
 ) -> Starlette:
     """The Starlette app; ``/metrics`` is served only when ``metrics`` is given.
 
     ``throttle`` counts a wrong metrics token as a failed authentication, as the API counts
     a wrong key: a token is guessed no faster than a key. ``repository``: the served APT
-    repository's app, mounted at ``/repo``. ``background``: threads of the worker (the
-    webhook deliverer), started with the app and stopped before it closes."""
+    repository's app, mounted at ``/repo``; ``store``: the store's, at ``/store``.
+    ``background``: threads of the worker (the webhook deliverer), started with the app and
+    stopped before it closes."""
     document = orjson.dumps(openapi_document())
 
     async def openapi(_request: Request) -> Response:
@@ -249,6 +251,7 @@ def create_site(
             # Off, /metrics is an unknown endpoint like any other.
             *([Route("/metrics", scrape)] if metrics is not None else []),
             *([Mount("/repo", app=repository)] if repository is not None else []),
+            *([Mount("/store", app=store)] if store is not None else []),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,

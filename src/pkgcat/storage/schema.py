@@ -349,3 +349,60 @@ webhook_attempts = Table(
 )
 """Every delivery attempt, for the delivery log (migration 0009)."""
 Index("ix_webhook_attempts_endpoint", webhook_attempts.c.endpoint_id, webhook_attempts.c.id)
+
+buyers = Table(
+    "buyers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("email", String(254), nullable=False, unique=True),
+    Column("created_at", BigInteger, nullable=False),
+)
+"""The store's buyer accounts, one per email address, lower-case (migration 0010)."""
+
+buyer_codes = Table(
+    "buyer_codes",
+    metadata,
+    Column("email", String(254), primary_key=True),
+    Column("code_hash", String(64), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+)
+"""The live one-time sign-in code of an address, by its SHA-256; deleted when used."""
+
+buyer_tokens = Table(
+    "buyer_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("secret_hash", String(64), nullable=False),
+    Column("buyer_id", Integer, ForeignKey("buyers.id"), nullable=False, index=True),
+    Column("udid", String(64), nullable=False),
+    Column("model", String(64), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("revoked_at", BigInteger, nullable=True),
+)
+"""A device's sign-in: the hashes of its token and payment secret, never the values."""
+
+store_payments = Table(
+    "store_payments",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("buyer_id", Integer, ForeignKey("buyers.id"), nullable=False, index=True),
+    Column("udid", String(64), nullable=False),
+    Column("model", String(64), nullable=False),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("package_id", Integer, ForeignKey("packages.id"), nullable=True),
+    Column("amount", String(32), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("platform", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("completed_at", BigInteger, nullable=True),
+)
+"""Each payment the store started; a completed one wrote its purchases row in the same transaction."""
+
+store_events = Table(
+    "store_events",
+    metadata,
+    Column("event_id", String(255), primary_key=True),
+    Column("applied_at", BigInteger, nullable=False),
+)
+"""Payment platform events applied, recorded in the transaction that applied each (once)."""

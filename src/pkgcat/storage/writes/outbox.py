@@ -101,3 +101,40 @@ def emit(db: Connection, events: Sequence[Event], *, now: int) -> None:
     ]
     statement = insert(t.webhook_events).values({n: bindparam(f"p_{n}") for n in _NAMES})
     executemany(db, statement, _NAMES, rows)
+
+
+def emit_sales(db: Connection, txn_ids: Sequence[str], *, now: int) -> None:
+    """A ``sale.*`` event for each of these stored purchases, as its status now is.
+
+    For writers of single purchases (the store's sales and refunds), in their transaction:
+    the facts are read back from the rows they have just written.
+    """
+    p, k = t.purchases, t.packages
+    rows = db.execute(
+        select(
+            p.c.source_id,
+            p.c.txn_id,
+            k.c.package,
+            p.c.allowed_for,
+            p.c.nickname,
+            p.c.status,
+            p.c.total,
+            p.c.commission,
+            p.c.currency,
+            p.c.purchased_at,
+            p.c.profile_url,
+            p.c.payment_platform,
+        )
+        .select_from(p.outerjoin(k, k.c.id == p.c.package_id))
+        .where(p.c.txn_id.in_(list(txn_ids)))
+    ).all()
+    heard = listening(db, {row.source_id for row in rows})
+    emit(
+        db,
+        [
+            (SALE_EVENTS[row.status], row.source_id, tuple(row)[1:])
+            for row in rows
+            if row.source_id in heard
+        ],
+        now=now,
+    )

@@ -6,6 +6,7 @@ What depends on what (:mod:`pkgcat.storage.schema`)::
            │               └─ usage days (and their split by operation)
            ├─ packages ──────── purchases of them
            ├─ purchases of the source itself
+           ├─ the store's payments for the source or its packages
            ├─ buyers' registered devices
            ├─ imported package records
            ├─ published .deb files
@@ -53,6 +54,7 @@ _NOUNS = {
     "packages": ("package", "packages"),
     "purchases": ("purchase", "purchases"),
     "buyer_devices": ("registered device", "registered devices"),
+    "store_payments": ("store payment", "store payments"),
     "package_records": ("imported package record", "imported package records"),
     "deb_files": ("published file", "published files"),
     "webhooks": ("webhook endpoint", "webhook endpoints"),
@@ -94,6 +96,13 @@ def _source_purchases(source_id: int) -> ColumnElement[bool]:
     return or_(t.purchases.c.source_id == source_id, t.purchases.c.package_id.in_(packages))
 
 
+def _source_payments(source_id: int) -> ColumnElement[bool]:
+    """The store's payments for the source, or for one of its packages."""
+    packages = select(t.packages.c.id).where(t.packages.c.source_id == source_id)
+    payments = t.store_payments.c
+    return or_(payments.source_id == source_id, payments.package_id.in_(packages))
+
+
 def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
     """Each kind of dependant of a source, in an order that deletes children first."""
     apps = _apps_of(source_id)
@@ -107,6 +116,7 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
         ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
         ("applications", t.applications, t.applications.c.source_id == source_id),
         ("purchases", t.purchases, _source_purchases(source_id)),
+        ("store_payments", t.store_payments, _source_payments(source_id)),
         ("buyer_devices", t.buyer_devices, t.buyer_devices.c.source_id == source_id),
         ("packages", t.packages, t.packages.c.source_id == source_id),
         ("package_records", t.package_records, t.package_records.c.source_id == source_id),
@@ -134,8 +144,8 @@ def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElem
 # The order a message names them in: the direct dependants first. Usage by operation goes
 # with the usage days it splits, and is not named apart.
 _SOURCE_ORDER = (
-    "applications", "keys", "usage_days", "packages", "purchases", "buyer_devices",
-    "package_records", "deb_files", "webhooks",
+    "applications", "keys", "usage_days", "packages", "purchases", "store_payments",
+    "buyer_devices", "package_records", "deb_files", "webhooks",
 )  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days", "webhooks")
 

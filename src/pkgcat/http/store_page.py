@@ -1,0 +1,218 @@
+"""The store's sign-in page, opened by Sileo in the device's web sheet.
+
+``GET authenticate?udid=&model=`` asks for an email address; ``POST
+authenticate/email`` mails a one-time code and asks for it; ``POST
+authenticate/code`` checks it and redirects to
+``sileo://authentication_success?token=...&payment_secret=...``, which hands the
+sign-in to the app (the only time the two values leave the server).
+
+Rendered here, with every value escaped. CSRF: the page sets a random token in a
+cookie (HttpOnly, SameSite=Strict, Secure over https) and in a hidden field;
+a POST whose two do not match is refused (the double-submit pattern). The CSP is
+the dashboard's (our own origin only, no inline script or style, never framed),
+with forms allowed to post to this origin and to hand over to ``sileo:``.
+"""
+
+from __future__ import annotations
+
+import html
+import secrets
+from collections.abc import Callable
+from importlib.resources import files
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
+
+from pkgcat.store.service import Device, Store, StoreError, device
+
+COOKIE = "pkgcat_store_csrf"
+MAX_BODY = 16 * 1024
+"""The largest body a store request may carry: a few fields."""
+
+ClientOf = Callable[[Scope], str]
+"""Names a request's client (its address, or its proxy's client): what throttles count."""
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'none'",
+        "style-src 'self'",
+        "img-src 'self'",
+        "base-uri 'none'",
+        "form-action 'self' sileo:",
+        "frame-ancestors 'none'",
+    )
+)
+"""Our own origin only; a form may post here, and the last step hands over to the app."""
+HEADERS = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+STYLE = b"""body{font:16px/1.5 -apple-system,system-ui,sans-serif;max-width:28em;margin:2em auto;padding:0 1em}
+input,button{font:inherit;width:100%;box-sizing:border-box;padding:.6em;margin:.3em 0}
+.error{color:#b00020}.test{background:#fff3cd;padding:.5em}
+"""
+
+
+async def fields(request: Request) -> dict[str, str]:
+    """The body's fields, as JSON or as a form; strings only (others are ignored)."""
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise StoreError(f"the body is over {MAX_BODY} bytes", 413)
+    if not raw:
+        return {}
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind == "application/json":
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise StoreError("the body is not JSON") from None
+        if not isinstance(parsed, dict):
+            raise StoreError("the body is not a JSON object")
+        return {k: v for k, v in parsed.items() if isinstance(v, str)}
+    try:
+        return dict(parse_qsl(raw.decode(), keep_blank_values=True))
+    except UnicodeDecodeError:
+        raise StoreError("the body is not UTF-8") from None
+
+
+def _page(store: Store, title: str, body: str) -> str:
+    banner = (
+        '<p class="test">Test mode: nothing bought here is charged.</p>' if store.test_mode else ""
+    )
+    name = html.escape(store.name)
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}: {name}</title>"
+        '<link rel="stylesheet" href="/store/style.css"></head>'
+        f"<body><h1>{name}</h1>{banner}{body}</body></html>\n"
+    )
+
+
+def _hidden(**values: str) -> str:
+    return "".join(
+        f'<input type="hidden" name="{name}" value="{html.escape(value)}">'
+        for name, value in values.items()
+    )
+
+
+def _error(message: str | None) -> str:
+    return f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+
+
+def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
+    secure = store.url.startswith("https://")
+
+    def respond(request: Request, body: str, csrf: str, status: int = 200) -> Response:
+        response = HTMLResponse(body, status, HEADERS)
+        if request.cookies.get(COOKIE) != csrf:
+            response.set_cookie(
+                COOKIE, csrf, httponly=True, samesite="strict", secure=secure, path="/store/"
+            )
+        return response
+
+    def email_form(where: Device, csrf: str, error: str | None = None) -> str:
+        return _page(
+            store,
+            "Sign in",
+            "<p>Sign in with your email address: a code is mailed to you.</p>"
+            f"{_error(error)}"
+            '<form method="post" action="authenticate/email">'
+            f"{_hidden(udid=where.udid, model=where.model, csrf=csrf)}"
+            '<label for="email">Email address</label>'
+            '<input id="email" name="email" type="email" autocomplete="email" required>'
+            '<button type="submit">Send me a code</button></form>',
+        )
+
+    def code_form(where: Device, email: str, csrf: str, error: str | None = None) -> str:
+        return _page(
+            store,
+            "Enter your code",
+            f"<p>A code was sent to {html.escape(email)}.</p>{_error(error)}"
+            '<form method="post" action="code">'
+            f"{_hidden(udid=where.udid, model=where.model, email=email, csrf=csrf)}"
+            '<label for="code">Code</label>'
+            '<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code"'
+            ' pattern="[0-9]{6}" required>'
+            '<button type="submit">Sign in</button></form>',
+        )
+
+    async def authenticate(request: Request) -> Response:
+        try:
+            where = device(request.query_params.get("udid"), request.query_params.get("model"))
+        except StoreError as error:
+            return HTMLResponse(_page(store, "Sign in", _error(str(error))), 400, HEADERS)
+        csrf = request.cookies.get(COOKIE) or secrets.token_urlsafe(32)
+        return respond(request, email_form(where, csrf), csrf)
+
+    async def checked(request: Request) -> tuple[dict[str, str], Device] | Response:
+        try:
+            body = await fields(request)
+            where = device(body.get("udid"), body.get("model"))
+        except StoreError as error:
+            return HTMLResponse(_page(store, "Sign in", _error(str(error))), error.status, HEADERS)
+        cookie, field = request.cookies.get(COOKIE, ""), body.get("csrf", "")
+        if not cookie or not secrets.compare_digest(cookie.encode(), field.encode()):
+            message = "this form has expired or was not sent from this page; start again"
+            return HTMLResponse(_page(store, "Sign in", _error(message)), 403, HEADERS)
+        return body, where
+
+    async def send_email(request: Request) -> Response:
+        found = await checked(request)
+        if isinstance(found, Response):
+            return found
+        body, where = found
+        try:
+            email = await store.send_code(body.get("email", ""), client_of(request.scope))
+        except StoreError as error:
+            return respond(
+                request, email_form(where, body["csrf"], str(error)), body["csrf"], error.status
+            )
+        return respond(request, code_form(where, email, body["csrf"]), body["csrf"])
+
+    async def check_code(request: Request) -> Response:
+        found = await checked(request)
+        if isinstance(found, Response):
+            return found
+        body, where = found
+        email = body.get("email", "")
+        try:
+            token, secret = await store.sign_in(
+                email, body.get("code", ""), client_of(request.scope), where
+            )
+        except StoreError as error:
+            page = code_form(where, email, body["csrf"], str(error))
+            return respond(request, page, body["csrf"], error.status)
+        target = "sileo://authentication_success?" + urlencode(
+            {"token": token, "payment_secret": secret}
+        )
+        response = RedirectResponse(target, 303, headers=HEADERS)
+        response.delete_cookie(COOKIE, path="/store/")
+        return response
+
+    async def style(_request: Request) -> Response:
+        return Response(
+            STYLE, media_type="text/css", headers=HEADERS | {"cache-control": "no-cache"}
+        )
+
+    icon = files("pkgcat.repository").joinpath("CydiaIcon.png").read_bytes()
+
+    async def store_icon(_request: Request) -> Response:
+        return Response(
+            icon, media_type="image/png", headers={"cache-control": "public, max-age=86400"}
+        )
+
+    return [
+        Route("/authenticate", authenticate),
+        Route("/authenticate/email", send_email, methods=["POST"]),
+        Route("/authenticate/code", check_code, methods=["POST"]),
+        Route("/style.css", style),
+        Route("/icon.png", store_icon),
+    ]

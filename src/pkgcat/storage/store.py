@@ -1,0 +1,444 @@
+"""The store's storage: buyers, sign-in codes, device tokens, payments and their purchases.
+
+Synchronous SQLAlchemy Core, the same statements on both databases; the store
+runs each function in a thread, one transaction each, off the API's hot path.
+Codes, tokens and payment secrets arrive here already hashed (SHA-256): their
+values are never stored.
+
+A store purchase is written by one function, :func:`record_purchase`, on the
+caller's connection, so it commits with the payment's completion and anything
+else the same transaction must hold (the webhooks' outbox, say).
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from pkgcat.storage import schema as t
+from pkgcat.storage.writes import outbox
+
+COMPLETED = "Completed"
+"""The status of an owning purchase in ``purchases`` (as imported purchases spell it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A device's sign-in, as stored."""
+
+    buyer_id: int
+    email: str
+    udid: str
+    model: str
+    secret_hash: str
+    revoked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ForSale:
+    """A package as the store sells it."""
+
+    id: int
+    package: str
+    source_id: int
+    source: str
+    price: str | None
+    currency: str
+    commercial: bool
+    online: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StorePurchase:
+    """What :func:`record_purchase` writes: one Completed row of ``purchases``."""
+
+    source_id: int
+    package_id: int | None
+    """None: the whole source (``allowed_for`` = source)."""
+    buyer_id: int
+    email: str
+    udid: str
+    model: str
+    total: str
+    currency: str
+    platform: str
+    txn_id: str
+    purchased_at: int
+
+
+def account_of(buyer_id: int) -> str:
+    """The ``account`` of a store buyer's purchases: how ownership finds them again."""
+    return f"store-buyer-{buyer_id}"
+
+
+def save_code(engine: Engine, email: str, code_hash: str, expires_at: int) -> None:
+    """The address's live code, replacing any earlier one."""
+    c = t.buyer_codes
+    with engine.begin() as db:
+        db.execute(delete(c).where(c.c.email == email))
+        db.execute(insert(c).values(email=email, code_hash=code_hash, expires_at=expires_at))
+
+
+def sign_in(
+    engine: Engine,
+    email: str,
+    code_hash: str,
+    token_hash: str,
+    secret_hash: str,
+    udid: str,
+    model: str,
+    now: int,
+) -> int | None:
+    """Spend the address's code and issue a device token, in one transaction.
+
+    Returns the buyer's id (the account is made on its first sign-in), or None
+    when the code is wrong, expired or already used. An expired code is deleted;
+    a wrong one stays, for the throttle to bound the guesses.
+    """
+    c, b = t.buyer_codes, t.buyers
+    with engine.begin() as db:
+        found = db.execute(select(c.c.code_hash, c.c.expires_at).where(c.c.email == email)).first()
+        if found is None:
+            return None
+        if found.expires_at < now:
+            db.execute(delete(c).where(c.c.email == email))
+            return None
+        if not hmac.compare_digest(found.code_hash, code_hash):
+            return None
+        # Spent by exactly one request: of two racing with the same code, one deletes it.
+        if (
+            db.execute(delete(c).where(c.c.email == email, c.c.code_hash == code_hash)).rowcount
+            != 1
+        ):
+            return None
+        buyer_id = db.execute(select(b.c.id).where(b.c.email == email)).scalar()
+        if buyer_id is None:
+            buyer_id = db.execute(
+                insert(b).values(email=email, created_at=now).returning(b.c.id)
+            ).scalar_one()
+        db.execute(
+            insert(t.buyer_tokens).values(
+                token_hash=token_hash,
+                secret_hash=secret_hash,
+                buyer_id=buyer_id,
+                udid=udid,
+                model=model,
+                created_at=now,
+            )
+        )
+        return int(buyer_id)
+
+
+def find_token(engine: Engine, token_hash: str) -> TokenRecord | None:
+    k, b = t.buyer_tokens, t.buyers
+    query = (
+        select(k.c.buyer_id, b.c.email, k.c.udid, k.c.model, k.c.secret_hash, k.c.revoked_at)
+        .join(b, b.c.id == k.c.buyer_id)
+        .where(k.c.token_hash == token_hash)
+    )
+    with engine.connect() as db:
+        row = db.execute(query).first()
+    if row is None:
+        return None
+    return TokenRecord(
+        row.buyer_id, row.email, row.udid, row.model, row.secret_hash, row.revoked_at is not None
+    )
+
+
+def revoke_token(engine: Engine, token_hash: str, now: int) -> None:
+    k = t.buyer_tokens
+    with engine.begin() as db:
+        db.execute(
+            update(k)
+            .where(k.c.token_hash == token_hash, k.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        )
+
+
+def revoke_buyer(engine: Engine, email: str, now: int) -> int | None:
+    """Revoke every token of a buyer; how many were live, or None for an unknown address."""
+    k, b = t.buyer_tokens, t.buyers
+    with engine.begin() as db:
+        buyer_id = db.execute(select(b.c.id).where(b.c.email == email)).scalar()
+        if buyer_id is None:
+            return None
+        done = db.execute(
+            update(k)
+            .where(k.c.buyer_id == buyer_id, k.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        )
+        return int(done.rowcount)
+
+
+@dataclass(frozen=True, slots=True)
+class BuyerRow:
+    email: str
+    created_at: int
+    devices: int
+    """Devices signed in now (tokens not revoked)."""
+
+
+def list_buyers(engine: Engine) -> list[BuyerRow]:
+    b, k = t.buyers, t.buyer_tokens
+    with engine.connect() as db:
+        buyers = db.execute(select(b.c.id, b.c.email, b.c.created_at).order_by(b.c.email)).all()
+        live = db.execute(select(k.c.buyer_id).where(k.c.revoked_at.is_(None))).scalars().all()
+    counts: dict[int, int] = {}
+    for buyer_id in live:
+        counts[buyer_id] = counts.get(buyer_id, 0) + 1
+    return [BuyerRow(row.email, row.created_at, counts.get(row.id, 0)) for row in buyers]
+
+
+def for_sale(engine: Engine, package: str) -> ForSale | None:
+    p, s = t.packages, t.sources
+    query = (
+        select(
+            p.c.id,
+            p.c.package,
+            p.c.source_id,
+            s.c.name.label("source"),
+            p.c.price,
+            p.c.currency,
+            p.c.commercial,
+            p.c.online,
+        )
+        .join(s, s.c.id == p.c.source_id)
+        .where(p.c.package == package)
+    )
+    with engine.connect() as db:
+        row = db.execute(query).first()
+    if row is None:
+        return None
+    return ForSale(
+        row.id,
+        row.package,
+        row.source_id,
+        row.source,
+        row.price,
+        row.currency,
+        bool(row.commercial),
+        bool(row.online),
+    )
+
+
+def _owning(buyer_id: int) -> ColumnElement[bool]:
+    u, p = t.purchases, t.packages
+    return and_(
+        u.c.account == account_of(buyer_id),
+        u.c.status == COMPLETED,
+        u.c.source_id == p.c.source_id,
+        or_(u.c.package_id == p.c.id, u.c.allowed_for == "source"),
+    )
+
+
+def owned_packages(engine: Engine, buyer_id: int) -> list[str]:
+    """The packages a buyer owns: bought one by one, or through a whole source."""
+    p, u = t.packages, t.purchases
+    query = (
+        select(p.c.package)
+        .where(select(u.c.id).where(_owning(buyer_id)).exists())
+        .order_by(p.c.package)
+    )
+    with engine.connect() as db:
+        return list(db.execute(query).scalars())
+
+
+def owns(engine: Engine, buyer_id: int, package_id: int) -> bool:
+    p, u = t.packages, t.purchases
+    query = select(u.c.id).where(p.c.id == package_id, _owning(buyer_id)).limit(1)
+    with engine.connect() as db:
+        return db.execute(query).first() is not None
+
+
+def start_payment(
+    engine: Engine,
+    payment_id: str,
+    purchase: StorePurchase,
+) -> None:
+    """An open payment: nothing is owned until :func:`complete_payment` commits."""
+    with engine.begin() as db:
+        db.execute(
+            insert(t.store_payments).values(
+                id=payment_id,
+                buyer_id=purchase.buyer_id,
+                udid=purchase.udid,
+                model=purchase.model,
+                source_id=purchase.source_id,
+                package_id=purchase.package_id,
+                amount=purchase.total,
+                currency=purchase.currency,
+                platform=purchase.platform,
+                status="open",
+                created_at=purchase.purchased_at,
+            )
+        )
+
+
+def complete_payment(db: Connection, payment_id: str, txn_id: str, now: int) -> bool:
+    """Mark an open payment completed and record its purchase, on the caller's transaction.
+
+    False (and nothing written) when the payment is unknown or no longer open:
+    a completion told twice changes the ledger once.
+    """
+    s = t.store_payments
+    done = db.execute(
+        update(s)
+        .where(s.c.id == payment_id, s.c.status == "open")
+        .values(status="completed", completed_at=now)
+    )
+    if done.rowcount != 1:
+        return False
+    row = db.execute(
+        select(s, t.buyers.c.email)
+        .join(t.buyers, t.buyers.c.id == s.c.buyer_id)
+        .where(s.c.id == payment_id)
+    ).one()
+    record_purchase(
+        db,
+        StorePurchase(
+            source_id=row.source_id,
+            package_id=row.package_id,
+            buyer_id=row.buyer_id,
+            email=row.email,
+            udid=row.udid,
+            model=row.model,
+            total=row.amount,
+            currency=row.currency,
+            platform=row.platform,
+            txn_id=txn_id,
+            purchased_at=now,
+        ),
+    )
+    return True
+
+
+def fail_payment(engine: Engine, payment_id: str) -> None:
+    """An open payment that failed or was abandoned: it never owns anything."""
+    with engine.begin() as db:
+        fail_open_payment(db, payment_id)
+
+
+def fail_open_payment(db: Connection, payment_id: str) -> bool:
+    """:func:`fail_payment` on the caller's transaction; False when it was not open."""
+    s = t.store_payments
+    done = db.execute(
+        update(s).where(s.c.id == payment_id, s.c.status == "open").values(status="failed")
+    )
+    return done.rowcount == 1
+
+
+def record_refund(db: Connection, platform: str, txn_id: str, status: str) -> bool:
+    """A store purchase refunded or charged back (``status``), on the caller's transaction.
+
+    The one place a store purchase changes status after its sale: whatever must
+    happen with a refund in the same transaction belongs here. False when no
+    purchase of that platform and reference is in another status.
+    """
+    u = t.purchases
+    done = db.execute(
+        update(u)
+        .where(u.c.payment_platform == platform, u.c.txn_id == txn_id, u.c.status != status)
+        .values(status=status)
+    )
+    if done.rowcount == 0:
+        return False
+    outbox.emit_sales(db, [txn_id], now=int(time.time()))
+    return True
+
+
+def apply_event(
+    engine: Engine, event_id: str, now: int, effect: Callable[[Connection], object]
+) -> bool:
+    """Apply a platform event once: its id and its effect commit together; False if applied before."""
+    try:
+        with engine.begin() as db:
+            db.execute(insert(t.store_events).values(event_id=event_id, applied_at=now))
+            effect(db)
+    except IntegrityError:
+        # Applied before, or by a request racing this one: nothing changes.
+        with engine.connect() as db:
+            seen = db.execute(
+                select(t.store_events.c.event_id).where(t.store_events.c.event_id == event_id)
+            ).first()
+        if seen is None:
+            raise
+        return False
+    return True
+
+
+def record_purchase(db: Connection, purchase: StorePurchase) -> None:
+    """Write a store purchase where imported ones land, on the caller's transaction.
+
+    One Completed row of ``purchases`` (the buyer's email as nickname, the store
+    account, the device), and the device registered for the buyer in
+    ``buyer_devices``, so buyers, check, sales and usage see it with no path of
+    their own. This is the one place a store sale is written: whatever must
+    happen with a sale in the same transaction belongs here.
+    """
+    db.execute(
+        insert(t.purchases).values(
+            source_id=purchase.source_id,
+            package_id=purchase.package_id,
+            allowed_for="package" if purchase.package_id is not None else "source",
+            nickname=purchase.email,
+            status=COMPLETED,
+            total=purchase.total,
+            commission="0.00",
+            currency=purchase.currency,
+            purchased_at=purchase.purchased_at,
+            txn_id=purchase.txn_id,
+            profile_url="",
+            payment_platform=purchase.platform,
+            account=account_of(purchase.buyer_id),
+            udid=purchase.udid,
+            device_model=purchase.model,
+        )
+    )
+    outbox.emit_sales(db, [purchase.txn_id], now=int(time.time()))
+    d = t.buyer_devices
+    known = db.execute(
+        select(d.c.udid).where(
+            d.c.source_id == purchase.source_id,
+            d.c.udid == purchase.udid,
+            d.c.nickname == purchase.email,
+        )
+    ).first()
+    if known is None:
+        db.execute(
+            insert(d).values(
+                source_id=purchase.source_id,
+                nickname=purchase.email,
+                account=account_of(purchase.buyer_id),
+                udid=purchase.udid,
+                device_model=purchase.model,
+            )
+        )
+
+
+def device_owns(engine: Engine, udid: str, machine: str, package: str) -> bool:
+    """Whether a Completed purchase of ``package`` (or of its whole source) names this device.
+
+    Cydia's gate (``PKGCAT_STORE_CYDIA_GATE``): the device's ``X-Unique-ID`` and
+    ``X-Machine`` headers against the purchases' ``udid`` and ``device_model``
+    (a purchase that records no model matches any). Forgeable: the client says them.
+    """
+    p, u = t.packages, t.purchases
+    query = (
+        select(u.c.id)
+        .join(p, p.c.source_id == u.c.source_id)
+        .where(
+            p.c.package == package,
+            u.c.udid == udid,
+            u.c.status == COMPLETED,
+            or_(u.c.device_model.is_(None), u.c.device_model == machine),
+            or_(u.c.package_id == p.c.id, u.c.allowed_for == "source"),
+        )
+        .limit(1)
+    )
+    with engine.connect() as db:
+        return db.execute(query).first() is not None

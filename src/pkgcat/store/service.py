@@ -1,0 +1,371 @@
+"""The store's use cases, with no HTTP and no SQL: sign-in, ownership, purchases, downloads.
+
+Errors are :class:`StoreError`, which the HTTP layer turns into Sileo's
+``{error, recovery_url?, invalidate?}``: ``invalidate`` is set for a token that
+is unknown, revoked or another device's, so the client drops its credentials.
+
+Secrets: a sign-in code (6 digits), a token and a payment secret (32 random
+bytes each) are shown once, to the buyer, and stored as SHA-256 only.
+Throttles (``PKGCAT_STORE_CODE_LIMIT``, fixed windows read by ``limits``, in
+memory or in Redis as the rate limit is): codes asked for and wrong codes
+tried count against the email address and against the client's address, so a
+code cannot be guessed faster than the allowance from anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+import smtplib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+from sqlalchemy import Connection, Engine
+
+from pkgcat.config import Settings
+from pkgcat.repository.debs import pool_path
+from pkgcat.repository.keys import NoPassphrase
+from pkgcat.repository.served import ServedRepository
+from pkgcat.storage import store as db
+from pkgcat.storage.engine import engine_for
+from pkgcat.storage.limiter import WindowLimiter
+from pkgcat.store.mail import Mailer
+from pkgcat.store.payments import Payment, platform_for
+
+if TYPE_CHECKING:
+    from pkgcat.storage.redis.limiter import RedisLimiter
+
+EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
+UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
+CODE = re.compile(r"[0-9]{6}")
+T = TypeVar("T")
+log = logging.getLogger("pkgcat.store")
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
+
+
+class StoreError(Exception):
+    """What the device is told; ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, status: int = 400, *, invalidate: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.invalidate = invalidate
+
+
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def display_price(price: str, currency: str) -> str:
+    """The price as Sileo shows it: ``$4.99``, or ``4.99 CHF`` for a currency without a sign."""
+    symbol = SYMBOLS.get(currency)
+    return f"{symbol}{price}" if symbol else f"{price} {currency}"
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    udid: str
+    model: str
+
+
+def device(udid: str | None, model: str | None) -> Device:
+    """The device a request names; every POST of the protocol carries it."""
+    if not udid or not UDID.fullmatch(udid):
+        raise StoreError("udid is missing or malformed")
+    model = (model or "").strip()
+    if not model or len(model) > 64 or not model.isprintable():
+        raise StoreError("device is missing or malformed")
+    return Device(udid, model)
+
+
+class Store:
+    """The store of one worker: its database engine, mailer, platform and throttles."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        served: ServedRepository,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        assert settings.store_url is not None
+        self.url = settings.store_url
+        self.name = settings.store_name
+        self._database_url = settings.database_url
+        self._engine: Engine | None = None
+        self._served = served
+        self._mailer = Mailer(settings)
+        self._platform = platform_for(settings)
+        webhook = settings.stripe_webhook_secret
+        self._webhook_secret = None if webhook is None else webhook.get_secret_value()
+        self._code_seconds = settings.store_code_seconds
+        self._clock = clock
+        self._downloads_base = _downloads_base(settings)
+        self._limiter: WindowLimiter | RedisLimiter
+        if settings.shared_limit_url is None:
+            self._limiter = WindowLimiter(settings.store_code_limit)
+        else:
+            from pkgcat.storage.redis.limiter import RedisLimiter
+
+            self._limiter = RedisLimiter(
+                settings.shared_limit_url,
+                settings.store_code_limit,
+                settings.rate_limit_namespace,
+                kind="store-codes",
+                limits="limits on store sign-in codes",
+            )
+
+    @property
+    def test_mode(self) -> bool:
+        return self._platform is not None and self._platform.name == "test"
+
+    def engine(self) -> Engine:
+        if self._engine is None:  # made in the worker, after the fork
+            self._engine = engine_for(self._database_url)
+        return self._engine
+
+    def now(self) -> int:
+        return int(self._clock())
+
+    async def _run(self, function: Callable[..., T], *args: object) -> T:
+        return await anyio.to_thread.run_sync(function, self.engine(), *args)
+
+    async def _throttled(self, kind: str, email: str, client: str) -> None:
+        """Count one attempt against the address and the client; refuse past the allowance."""
+        for key in (f"{kind}:email:{email}", f"{kind}:client:{client}"):
+            decision = await self._limiter.hit(key)
+            if not decision.allowed:
+                raise StoreError(
+                    f"too many sign-in attempts; try again in {decision.reset_after} s", 429
+                )
+
+    # Sign-in ---------------------------------------------------------------------------
+
+    async def send_code(self, email: str, client: str) -> str:
+        """Mail a fresh code to ``email``; returns the address as stored (lower-case)."""
+        email = email.strip().lower()
+        if not EMAIL.fullmatch(email) or len(email) > 254:
+            raise StoreError("that is not an email address")
+        await self._throttled("send", email, client)
+        code = f"{secrets.randbelow(10**6):06d}"
+        await self._run(
+            db.save_code, email, digest(f"{email}\n{code}"), self.now() + self._code_seconds
+        )
+        try:
+            await self._mailer.send_code(email, code, self._code_seconds // 60)
+        except (smtplib.SMTPException, OSError) as error:
+            # The reason, never the code: the mail server's answer or the connection's error.
+            log.warning("the sign-in mail could not be sent: %s", type(error).__name__)
+            raise StoreError("the sign-in mail could not be sent; try again later", 503) from None
+        return email
+
+    async def sign_in(self, email: str, code: str, client: str, where: Device) -> tuple[str, str]:
+        """The token and payment secret of a new sign-in, for a right code; else StoreError."""
+        email = email.strip().lower()
+        code = code.strip()
+        # Every try counts, the right one too: past the allowance, no code is even looked at.
+        await self._throttled("try", email, client)
+        token, secret = f"pst_{secrets.token_urlsafe(32)}", f"pss_{secrets.token_urlsafe(32)}"
+        buyer = None
+        if CODE.fullmatch(code):
+            buyer = await self._run(
+                db.sign_in,
+                email,
+                digest(f"{email}\n{code}"),
+                digest(token),
+                digest(secret),
+                where.udid,
+                where.model,
+                self.now(),
+            )
+        if buyer is None:
+            raise StoreError("that code is wrong, expired or used; ask for a new one")
+        return token, secret
+
+    # Tokens ------------------------------------------------------------------------------
+
+    async def buyer(self, token: str | None, where: Device) -> db.TokenRecord:
+        """The sign-in a token names, on this device; refused with ``invalidate`` otherwise."""
+        if not token:
+            raise StoreError("sign in first: this needs a token", 401)
+        found = await self._run(db.find_token, digest(token))
+        if found is None or found.revoked:
+            raise StoreError(
+                "this sign-in is not valid any more; sign in again", 401, invalidate=True
+            )
+        if found.udid != where.udid:
+            raise StoreError(
+                "this token was issued to another device; sign in again", 401, invalidate=True
+            )
+        return found
+
+    async def user_info(self, token: str | None, where: Device) -> dict[str, object]:
+        buyer = await self.buyer(token, where)
+        items = await self._run(db.owned_packages, buyer.buyer_id)
+        return {"items": items, "user": {"name": buyer.email, "email": buyer.email}}
+
+    async def sign_out(self, token: str | None, where: Device) -> dict[str, object]:
+        await self.buyer(token, where)
+        assert token is not None
+        await self._run(db.revoke_token, digest(token), self.now())
+        return {"success": True}
+
+    # Packages ----------------------------------------------------------------------------
+
+    async def _for_sale(self, package: str) -> db.ForSale:
+        found = await self._run(db.for_sale, package)
+        if found is None or not found.online:
+            raise StoreError(f"no package {package!r} in this store", 404)
+        return found
+
+    async def package_info(
+        self, package: str, token: str | None, where: Device
+    ) -> dict[str, object]:
+        found = await self._for_sale(package)
+        purchased = False
+        if token:
+            buyer = await self.buyer(token, where)
+            purchased = await self._run(db.owns, buyer.buyer_id, found.id)
+        if found.price is None:
+            # Tagged commercial with no price yet: paid, but not sold until it has one.
+            shown, priced = "not priced yet", False
+        else:
+            shown, priced = display_price(found.price, found.currency), Decimal(found.price) != 0
+        if self.test_mode:
+            shown += " (test)"
+        return {
+            "price": shown,
+            "purchased": purchased,
+            "available": priced and self._platform is not None,
+        }
+
+    async def purchase(
+        self, package: str, token: str | None, secret: str | None, where: Device
+    ) -> dict[str, object]:
+        buyer = await self.buyer(token, where)
+        if not secret or not secrets.compare_digest(digest(secret), buyer.secret_hash):
+            raise StoreError("the payment secret does not match this sign-in", 401, invalidate=True)
+        found = await self._for_sale(package)
+        if await self._run(db.owns, buyer.buyer_id, found.id):
+            return {"status": 0}
+        if self._platform is None or found.price is None or Decimal(found.price) == 0:
+            raise StoreError(f"{package} is not for sale here")
+        payment_id = self._platform.new_id()
+        purchase = db.StorePurchase(
+            source_id=found.source_id,
+            package_id=found.id,
+            buyer_id=buyer.buyer_id,
+            email=buyer.email,
+            udid=where.udid,
+            model=where.model,
+            total=found.price,
+            currency=found.currency,
+            platform=self._platform.name,
+            txn_id=payment_id,
+            purchased_at=self.now(),
+        )
+        await self._run(db.start_payment, payment_id, purchase)
+        outcome = await self._platform.pay(
+            Payment(payment_id, found.price, found.currency, f"{found.package} ({found.source})")
+        )
+        if outcome.next == "done":
+            assert outcome.txn_id is not None
+            await self._run(_complete, payment_id, outcome.txn_id, self.now())
+            return {"status": 0}
+        if outcome.next == "open":
+            return {"status": 1, "url": outcome.url}
+        await self._run(db.fail_payment, payment_id)
+        return {"status": -1}
+
+    async def authorize_download(
+        self, package: str, token: str | None, version: str | None, where: Device
+    ) -> dict[str, object]:
+        buyer = await self.buyer(token, where)
+        found = await self._for_sale(package)
+        if not await self._run(db.owns, buyer.buyer_id, found.id):
+            raise StoreError(f"{package} is not bought by this account", 403)
+        served = await self._served.current()
+        files = [
+            e
+            for e in served.pool.values()
+            if e.package == package and (not version or e.version == version)
+        ]
+        if not files:
+            raise StoreError(f"no file of {package} {version or ''} is served here".strip(), 404)
+        entry = files[0]
+        path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
+        try:
+            signed = await self._served.download_url(path)
+        except NoPassphrase:
+            raise StoreError("downloads of paid packages are not enabled here", 503) from None
+        return {"url": self._downloads_base + signed}
+
+    async def stripe_event(self, payload: bytes, signature: str) -> bool:
+        """Apply a Stripe webhook's event, once; False when it was applied before.
+
+        StoreError (400) for a body whose signature does not verify.
+        """
+        if self._webhook_secret is None:
+            raise StoreError("Stripe is not this store's payment platform", 404)
+        from pkgcat.store.stripe_platform import verified_event
+
+        try:
+            event = verified_event(payload, signature, self._webhook_secret)
+        except ValueError as error:
+            raise StoreError(str(error)) from None
+        effect = _stripe_effect(event, self.now())
+        if effect is None:
+            return False  # an event the store does not act on
+        return await self._run(db.apply_event, str(event["id"]), self.now(), effect)
+
+    async def close(self) -> None:
+        await self._limiter.close()
+        if self._engine is not None:
+            self._engine.dispose()
+
+
+def _stripe_effect(event: dict[str, Any], now: int) -> Callable[[Connection], object] | None:
+    """What an event does to the ledger, as a function of the transaction that applies it."""
+    kind = event.get("type")
+    found = event.get("data", {}).get("object", {})
+    if kind in ("checkout.session.completed", "checkout.session.async_payment_succeeded"):
+        if found.get("payment_status") != "paid":
+            return None  # paid later (async_payment_succeeded) or never (async_payment_failed)
+        payment_id = str(found.get("client_reference_id") or "")
+        txn_id = str(found.get("payment_intent") or found.get("id"))
+        return lambda connection: db.complete_payment(connection, payment_id, txn_id, now)
+    if kind in ("checkout.session.expired", "checkout.session.async_payment_failed"):
+        payment_id = str(found.get("client_reference_id") or "")
+        return lambda connection: db.fail_open_payment(connection, payment_id)
+    if kind == "charge.refunded" and found.get("refunded"):
+        intent = str(found.get("payment_intent") or "")
+        return lambda connection: db.record_refund(connection, "stripe", intent, "Refunded")
+    if kind == "charge.dispute.created":
+        intent = str(found.get("payment_intent") or "")
+        return lambda connection: db.record_refund(connection, "stripe", intent, "Chargeback")
+    return None
+
+
+def _complete(engine: Engine, payment_id: str, txn_id: str, now: int) -> bool:
+    with engine.begin() as connection:
+        return db.complete_payment(connection, payment_id, txn_id, now)
+
+
+def _downloads_base(settings: Settings) -> str:
+    """The origin download URLs are made under: the repository's, else the store's.
+
+    Never plain http unless ``PKGCAT_STORE_ALLOW_HTTP`` says so: an http repository
+    address then yields to the store's (https) one.
+    """
+    address = settings.repository_url
+    if address is None or (address.startswith("http://") and not settings.store_allow_http):
+        address = settings.store_url
+    assert address is not None
+    scheme, _, rest = address.partition("://")
+    return f"{scheme}://{rest.partition('/')[0]}"
