@@ -12,10 +12,11 @@ from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
-from pkgcat.http.routes import ROUTES, operation_name
+from pkgcat.http.routes import ROUTES, WRITE_ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.served import ServedRepository
+from pkgcat.repository.uploads import Uploads
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import database_unavailable, open_blobs, open_storage
 
@@ -29,7 +30,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {path: operation_name(path) for path in ROUTES}
+        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES)}
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -47,12 +48,14 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     )
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
+    uploads = Uploads(settings, served.blobs)
     access_log = access_log_for(settings)
 
     async def close() -> None:
         if access_log is not None:
             access_log.flush()  # and again at the process's exit, for answers still going out
         await served.close()
+        uploads.close()
         await storage.close()
         await throttle.close()
 
@@ -72,6 +75,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         metrics=metrics,
         query_keys=settings.query_keys,
         access_log=access_log,
+        uploads=uploads,
     )
 
 

@@ -228,7 +228,12 @@ class Settings(BaseSettings):
     publish_max_bytes: int = Field(
         default=256 * 1024 * 1024,
         ge=1024,
-        description="Largest .deb file `pkgcat publish` accepts, in bytes.",
+        description="Largest .deb file `pkgcat publish` and the upload operation accept, in bytes.",
+    )
+    idempotency_seconds: int = Field(
+        default=24 * 60 * 60,
+        ge=60,
+        description="How long the answer of a write sent with an `Idempotency-Key` is kept for its retries, in seconds.",
     )
     repository_passphrase: SecretStr | None = Field(
         default=None,

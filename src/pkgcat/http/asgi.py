@@ -37,12 +37,16 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
+from pkgcat.http.operations import BY_PATH
 from pkgcat.http.routes import (
     ROUTES,
     TAGGED,
     VERSION,
+    WRITE_ROUTES,
     Handler,
+    Incoming,
     Query,
+    WriteHandler,
     operation_name,
     response_cache,
 )
@@ -55,6 +59,7 @@ from pkgcat.storage.cache import GenerationCache
 if TYPE_CHECKING:
     from pkgcat.access_log import AccessLog
     from pkgcat.metrics import Metrics
+    from pkgcat.repository.uploads import Uploads
 
 log = logging.getLogger("pkgcat.http")
 
@@ -199,13 +204,16 @@ class ApiApp:
         metrics: Metrics | None = None,
         query_keys: bool = True,
         access_log: AccessLog | None = None,
+        uploads: Uploads | None = None,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
         ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
 
-        ``access_log``: where each request's line goes (none: no line).
+        ``access_log``: where each request's line goes (none: no line); ``uploads``: what the
+        write operations publish with (none: they answer code 15).
         """
         self.service = service
+        self.uploads = uploads
         self.query_keys = query_keys
         self.site = site
         self.throttle = throttle
@@ -293,14 +301,16 @@ class ApiApp:
                     access.line(scope["method"], path, None, 500, None, None, request_id, started)
             return
         status_code, body, headers, code, application = await self._answer(
-            scope, path, handler, request_id, authorization, if_none_match
+            scope, path, handler, request_id, authorization, if_none_match, receive
         )
         if self._metrics is not None:
             self._metrics.request(path, status_code, code, perf_counter() - started)
         headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
         if access is not None:  # before the answer leaves: an answer sent has its line
-            operation = None if handler is None else operation_name(path)
+            operation = (
+                None if handler is None and path not in WRITE_ROUTES else operation_name(path)
+            )
             access.line(
                 scope["method"],
                 path,
@@ -322,19 +332,25 @@ class ApiApp:
         request_id: str,
         authorization: bytes | None,
         if_none_match: bytes | None,
+        receive: Receive,
     ) -> tuple[int, bytes, Headers, int, int | None]:
         """Status, body, headers, API code, and the caller's application id once known."""
         rate: Headers = []
         application: int | None = None
         query: Query = {}
+        write: WriteHandler | None = None
         try:
             if handler is None:
-                if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
-                    raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
-                raise UnknownVersion(
-                    f"unknown API version in {path!r}; this server speaks {VERSION}"
-                )
-            if scope["method"] != "GET":
+                write = WRITE_ROUTES.get(path)
+                if write is None:
+                    if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
+                        raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
+                    raise UnknownVersion(
+                        f"unknown API version in {path!r}; this server speaks {VERSION}"
+                    )
+                if scope["method"] != "POST":  # a write is POST, and only POST
+                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use POST")
+            elif scope["method"] != "GET":
                 raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
             query, repeated = parse_query(scope["query_string"])
             throttle = self.throttle
@@ -350,6 +366,20 @@ class ApiApp:
             rate = _rate_headers(decision)
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
+            if write is not None:
+                operation = BY_PATH[path]
+                self.service.require_scope(caller, operation.scope, operation.name)
+                if self.uploads is None:
+                    raise InternalError("this server takes no writes")
+                incoming = Incoming(scope["headers"], receive)
+                return (
+                    200,
+                    await write(self.service, self.uploads, caller, incoming),
+                    rate,
+                    0,
+                    application,
+                )
+            assert handler is not None
             body = await handler(self.service, caller, query, self.responses)
             if handler in TAGGED:
                 tag = self.etags.get(caller.generation, body)
@@ -376,7 +406,7 @@ class ApiApp:
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):
-                headers.append((b"allow", b"GET"))
+                headers.append((b"allow", b"POST" if path in WRITE_ROUTES else b"GET"))
             return status, body, rate + headers, error.code, application
         except Exception as error:
             if self._unavailable(error):

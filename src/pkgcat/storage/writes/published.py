@@ -154,3 +154,9 @@ def _show_best(
             "p_now": now,
         },
     )
+
+
+def source_name(engine: Engine, source_id: int) -> str | None:
+    """The name of the source with this id, or None when there is none (any more)."""
+    with engine.connect() as db:
+        return db.execute(select(t.sources.c.name).where(t.sources.c.id == source_id)).scalar()

@@ -95,6 +95,11 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
     """Each kind of dependant of a source, in an order that deletes children first."""
     apps = _apps_of(source_id)
     return [
+        (
+            "idempotency_records",
+            t.idempotency_records,
+            t.idempotency_records.c.application_id.in_(apps),
+        ),
         ("usage_operations", t.usage_operations, t.usage_operations.c.application_id.in_(apps)),
         ("usage_days", t.usage_days, t.usage_days.c.application_id.in_(apps)),
         ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
@@ -110,6 +115,11 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
 
 def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
     return [
+        (
+            "idempotency_records",
+            t.idempotency_records,
+            t.idempotency_records.c.application_id == application_id,
+        ),
         (
             "usage_operations",
             t.usage_operations,
@@ -127,6 +137,9 @@ _SOURCE_ORDER = (
     "package_records", "deb_files",
 )  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days")
+_KEPT_ANSWERS = "idempotency_records"
+"""Answers kept for retries: never named, and deleted with their application even without
+``cascade`` (a later application given the same id must not find them)."""
 
 
 def _remove(
@@ -145,8 +158,8 @@ def _remove(
             f"{what} has {found.describe()}; "
             "delete them with it by adding --cascade, or remove them first"
         )
-    if cascade:
-        for _, table, where in parts:
+    for kind, table, where in parts:
+        if cascade or kind == _KEPT_ANSWERS:
             db.execute(delete(table).where(where))
     db.execute(last)
     return found
