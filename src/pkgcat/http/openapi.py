@@ -312,7 +312,8 @@ _IDEMPOTENCY_KEY: Schema = {
 
 def _request_body(operation: Operation) -> Schema:
     """A write's body: the file itself, or a multipart form with it in ``file``."""
-    binary: Schema = {"type": "string", "contentMediaType": DEB}
+    # contentMediaType is OpenAPI 3.1's word for it; format binary, the 3.0 one generators read.
+    binary: Schema = {"type": "string", "format": "binary", "contentMediaType": DEB}
     content: Schema = {}
     for media in operation.bodies:
         if media == FORM:
