@@ -145,15 +145,13 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
         expected: list[tuple[str, int, int, str]] = []  # operation, status, API code, model
 
         def expect(
-            operation: Operation,
-            status: int,
-            code: int,
-            key: str,
-            model: str = "",
-            file: Path | None = None,
-            **args: Any,
+            operation: Operation, status: int, code: int, key: str, model: str = "", **args: Any
         ) -> None:
-            calls.append(_call(operation, key, file, **args))
+            calls.append(_call(operation, key, **args))
+            expected.append((operation.name, status, code, model))
+
+        def upload(operation: Operation, status: int, code: int, key: str, model: str = "") -> None:
+            calls.append(_call(operation, key, deb))
             expected.append((operation.name, status, code, model))
 
         for operation in (o for o in operations if o.writes):  # the upload: its own cases
@@ -165,9 +163,9 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
                 )  # fmt: skip
                 deb = build_deb(tmp_path, f"org.generated.{shape.lower()}", "1.0")
                 key = json.loads(granted.stdout)["secret_key"]
-                expect(operation, 200, 0, key, _model_name(operation, shape), deb)
-            expect(operation, 403, 9, mine["secret_key"], "", deb)
-            expect(operation, 401, 5, "pkc_not-a-key", "", deb)
+                upload(operation, 200, 0, key, _model_name(operation, shape))
+            upload(operation, 403, 9, mine["secret_key"])
+            upload(operation, 401, 5, "pkc_not-a-key")
         for operation in (o for o in operations if not o.writes):
             for shape, app in shaped.items():
                 valid = _arguments(operation, app)
