@@ -6,20 +6,27 @@ real server and apt-get is in test_apt.py.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import socket
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
 from tests.repository.conftest import Publisher, scalar
 from tests.repository.test_publish import REFUSALS, state
+from tests.servers import PKGCAT, environment, seed, serving
 
 UPLOAD = "/1.0/package/upload.json"
 DEB = "application/vnd.debian.binary-package"
@@ -276,3 +283,60 @@ def test_key_create_grants_a_scope_and_key_list_shows_each_keys_scopes(
     unknown = pkgcat("key", "create", "--source", "Alpha", "--app", "alpha-a", "--scope", "admin")
     assert unknown.exit_code == 1
     assert "unknown scope 'admin'; scopes are read, publish" in unknown.output
+
+
+def test_an_expired_idempotency_record_is_neither_answered_nor_kept(
+    uploader: Api, publish_key: str, tmp_path: Path, database_url: str
+) -> None:
+    first = build_deb(tmp_path, "com.alpha.expiry", "1.0").read_bytes()
+    assert post(uploader, publish_key, first, **{"idempotency-key": "k"}).status_code == 200
+    engine = engine_for(database_url)
+    try:
+        with engine.begin() as db:  # a day later, as far as the record is concerned
+            db.execute(text("UPDATE idempotency_records SET expires_at = 1"))
+    finally:
+        engine.dispose()
+    other = build_deb(tmp_path, "com.alpha.expiry", "2.0").read_bytes()
+    answer = post(uploader, publish_key, other, **{"idempotency-key": "k"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["response"]["version"] == "2.0"
+    kept = scalar(database_url, "SELECT request_sha256 FROM idempotency_records")
+    assert kept == hashlib.sha256(other).hexdigest()
+    assert scalar(database_url, "SELECT count(*) FROM idempotency_records") == 1
+
+
+@pytest.mark.server
+def test_an_upload_cut_off_on_a_real_connection_leaves_nothing(tmp_path: Path) -> None:
+    """`pkgcat serve` (granian) sees the client go mid-body: no blob, no row, no index change."""
+    database_url = f"sqlite:///{tmp_path / 'cut.db'}"
+    blob_dir = tmp_path / "blobs"
+    env = environment(database_url, blob_dir=str(blob_dir))
+    with serving(env, tmp_path / "server.log", apps=seed(env)) as server:
+        app = server.apps[0]
+        granted = subprocess.run(
+            [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
+             "--scope", "publish", "--json"],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        key = json.loads(granted.stdout)["secret_key"]
+        deb = build_deb(tmp_path, "com.cut.off", payload="x" * 200_000).read_bytes()
+        before = state(database_url, blob_dir)
+        with socket.create_connection(("127.0.0.1", server.port)) as connection:
+            head = (
+                f"POST {UPLOAD} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+                f"Content-Type: {DEB}\r\nContent-Length: {len(deb)}\r\n\r\n"
+            )
+            connection.sendall(head.encode() + deb[: len(deb) // 2])
+        # The server logs the request once it has given up on it: wait for that line.
+        deadline = time.monotonic() + 15
+        while f"POST {UPLOAD}" not in Path(server.log.name).read_text():
+            assert time.monotonic() < deadline, "the cut upload was never answered"
+            time.sleep(0.05)  # polling the server's log, not timing anything
+        assert state(database_url, blob_dir) == before
+        # ...and the same file, sent whole, is taken.
+        whole = httpx.post(
+            f"{server.base}{UPLOAD}",
+            content=deb,
+            headers={"authorization": f"Bearer {key}", "content-type": DEB},
+        )
+        assert whole.status_code == 200, whole.text
