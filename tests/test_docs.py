@@ -106,7 +106,7 @@ def test_the_conditional_requests_name_the_operations_that_carry_an_etag() -> No
 
 def test_the_metrics_name_every_operation_as_the_table_does() -> None:
     metrics = sections(read(DOCS / "operators.md"), "###")["The metrics"]
-    for path in ROUTES:
+    for path in [*ROUTES, *WRITE_ROUTES]:
         assert f"`{BY_PATH[path].name}`" in metrics, BY_PATH[path].name
 
 

@@ -344,7 +344,8 @@ def openapi_document(*, every: bool = False) -> dict[str, Any]:
             "version": __version__,
             "description": (
                 "Daily API usage, package details and buyers of a paid package, for the "
-                "developers who sell in an APT package catalogue. Every response is "
+                "developers who sell in an APT package catalogue, and the upload of their "
+                ".deb files (POST, with a key of the publish scope). Every response is "
                 '`{"code": 0, "response": ...}`; errors carry a non-zero code and a message. '
                 "Two response shapes exist (A and B, see each schema); a client must accept both. "
                 "Paths outside these operations answer code 1 (unknown endpoint under /1.0/) "
