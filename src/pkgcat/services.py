@@ -28,6 +28,7 @@ from pkgcat.domain import (
     SalesPage,
     Shape,
     UsageDay,
+    scopes_text,
 )
 from pkgcat.errors import (
     InvalidArgument,
@@ -314,7 +315,7 @@ class CatalogueService:
         if scope not in caller.key.scopes:
             raise ScopeMissing(
                 f"secret_key: this key may not call {operation}, which needs the scope "
-                f"{scope!r} (the key has {' '.join(sorted(caller.key.scopes))}); the operator "
+                f"{scope!r} (the key has {scopes_text(caller.key.scopes)}); the operator "
                 f"grants it with 'pkgcat key create --scope {scope}'"
             )
 
