@@ -49,9 +49,9 @@ class Clock:
         self.now += timedelta(**delta)
 
 
-def check_against_openapi(path: str, response: httpx.Response) -> None:
+def check_against_openapi(path: str, response: httpx.Response, method: str = "get") -> None:
     """Fail unless the response is one the OpenAPI document declares for this path."""
-    operation = OPENAPI["paths"][path]["get"]
+    operation = OPENAPI["paths"][path][method]
     declared = operation["responses"].get(str(response.status_code))
     assert declared is not None, f"{path} answered {response.status_code}, not in the document"
     for header, what in declared.get("headers", {}).items():
@@ -74,8 +74,9 @@ def checked(response: httpx.Response) -> None:
     """A response hook: an answer to an API path must be one the document declares."""
     response.read()
     path = response.request.url.path
-    if path in OPENAPI["paths"] and response.request.method == "GET":
-        check_against_openapi(path, response)
+    method = response.request.method.lower()
+    if path in OPENAPI["paths"] and method in OPENAPI["paths"][path]:
+        check_against_openapi(path, response, method)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pkgcat.cli import command_tree
 from pkgcat.config import Settings
 from pkgcat.errors import ERROR_TABLE, ApiError
 from pkgcat.http.operations import BY_PATH
-from pkgcat.http.routes import ROUTES
+from pkgcat.http.routes import ROUTES, WRITE_ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -90,9 +90,9 @@ def test_every_error_code_has_a_table_row_with_its_status(error: type[ApiError])
     )
 
 
-@pytest.mark.parametrize("path", sorted(ROUTES))
+@pytest.mark.parametrize("path", sorted([*ROUTES, *WRITE_ROUTES]))
 def test_every_operation_is_documented(path: str) -> None:
-    assert f"`GET {path}`" in read(DOCS / "api.md")
+    assert f"`{BY_PATH[path].method} {path}`" in read(DOCS / "api.md")
 
 
 def test_the_conditional_requests_name_the_operations_that_carry_an_etag() -> None:
@@ -106,7 +106,7 @@ def test_the_conditional_requests_name_the_operations_that_carry_an_etag() -> No
 
 def test_the_metrics_name_every_operation_as_the_table_does() -> None:
     metrics = sections(read(DOCS / "operators.md"), "###")["The metrics"]
-    for path in ROUTES:
+    for path in [*ROUTES, *WRITE_ROUTES]:
         assert f"`{BY_PATH[path].name}`" in metrics, BY_PATH[path].name
 
 

@@ -13,10 +13,11 @@ from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
-from pkgcat.http.routes import ROUTES, operation_name
+from pkgcat.http.routes import ROUTES, WRITE_ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.served import ServedRepository
+from pkgcat.repository.uploads import Uploads
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import (
     database_unavailable,
@@ -40,7 +41,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {path: operation_name(path) for path in ROUTES}
+        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES)}
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -53,6 +54,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     throttle = AuthThrottle(open_failure_limiter(settings), proxies=settings.proxy_networks)
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
+    uploads = Uploads(settings, served.blobs)
     access_log = access_log_for(settings)
     background = []
     # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
@@ -72,6 +74,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         await served.close()
         if store is not None:
             await store.close()
+        uploads.close()
         await storage.close()
         await throttle.close()
 
@@ -98,6 +101,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         query_keys=settings.query_keys,
         access_log=access_log,
         deadline=settings.request_deadline,
+        uploads=uploads,
     )
 
 

@@ -61,7 +61,7 @@ class Settings(BaseSettings):
         default=5.0,
         ge=0.1,
         le=60.0,
-        description="Seconds an API request may take before it is answered 503 (code 15, `Retry-After`) and not counted: a database that stops answering holds no request longer.",
+        description="Seconds an API read may take before it is answered 503 (code 15, `Retry-After`) and not counted: a database that stops answering holds no request longer. Uploads are not bound by it: their size is (`PKGCAT_PUBLISH_MAX_BYTES`).",
     )
     redis_url: str | None = Field(
         default=None,
@@ -234,7 +234,12 @@ class Settings(BaseSettings):
     publish_max_bytes: int = Field(
         default=256 * 1024 * 1024,
         ge=1024,
-        description="Largest .deb file `pkgcat publish` accepts, in bytes.",
+        description="Largest .deb file `pkgcat publish` and the upload operation accept, in bytes.",
+    )
+    idempotency_seconds: int = Field(
+        default=24 * 60 * 60,
+        ge=60,
+        description="How long the answer of a write sent with an `Idempotency-Key` is kept for its retries, in seconds.",
     )
     repository_passphrase: SecretStr | None = Field(
         default=None,

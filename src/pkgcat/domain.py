@@ -15,6 +15,24 @@ Scope = Literal["package", "source"]
 
 SHAPES: tuple[Shape, ...] = ("A", "B")
 
+KeyScope = Literal["read", "publish"]
+"""What a secret key may do. Every key reads; each write capability is one more name."""
+
+KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish")
+"""Every scope, in the order they are stored and listed (``read`` first, held by every key)."""
+
+
+def scopes_text(scopes: tuple[str, ...] | frozenset[str]) -> str:
+    """Scopes as stored and shown: ``read`` and the others given, space-separated, in order.
+
+    :class:`ValueError` names an unknown one."""
+    unknown = sorted(set(scopes) - set(KEY_SCOPES))
+    if unknown:
+        raise ValueError(
+            f"unknown scope {', '.join(map(repr, unknown))}; scopes are {', '.join(KEY_SCOPES)}"
+        )
+    return " ".join(s for s in KEY_SCOPES if s == "read" or s in scopes)
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -50,6 +68,8 @@ class KeyRecord:
     application: Application
     last_used_at: int | None
     """Unix seconds of the last request that presented the key (minute resolution)."""
+    scopes: frozenset[str] = frozenset(("read",))
+    """What it may do (:data:`KEY_SCOPES`): a write operation needs its scope here."""
 
 
 @dataclass(frozen=True, slots=True)

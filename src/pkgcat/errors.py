@@ -54,7 +54,22 @@ class UnknownVersion(ApiError):
 
 
 class MethodNotAllowed(ApiError):
-    code, status, when = 7, 405, "method other than GET"
+    code, status, when = (
+        7,
+        405,
+        "method the operation does not take (GET for reads, POST for writes)",
+    )
+
+
+class ScopeMissing(ApiError):
+    """A valid key without the scope a write needs (Disqus code 9: "You cannot access this
+    resource using your ... API key")."""
+
+    code, status, when = (
+        9,
+        403,
+        "the key lacks the scope the operation needs (a read-only key writing)",
+    )
 
 
 class PackageNotFound(ApiError):
@@ -126,6 +141,7 @@ ERROR_TABLE: tuple[type[ApiError], ...] = (
     UnknownVersion,
     MethodNotAllowed,
     PackageNotFound,
+    ScopeMissing,
     PermissionDenied,
     RateLimited,
     InternalError,

@@ -21,18 +21,21 @@ from pkgcat.domain import (
     Caller,
     Check,
     KeyRecord,
+    KeyScope,
     Package,
     PackagesPage,
     RateDecision,
     SalesPage,
     Shape,
     UsageDay,
+    scopes_text,
 )
 from pkgcat.errors import (
     InvalidArgument,
     PackageNotFound,
     PermissionDenied,
     RateLimited,
+    ScopeMissing,
     Unauthenticated,
 )
 from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
@@ -324,6 +327,24 @@ class CatalogueService:
         if package is None or (
             not package.online and package.source.id != caller.application.source_id
         ):
+            raise PackageNotFound(f"package: no package {package_id!r} in this catalogue")
+        return package
+
+    @staticmethod
+    def require_scope(caller: Caller, scope: KeyScope, operation: str) -> None:
+        """:class:`ScopeMissing` unless the caller's key holds ``scope``."""
+        if scope not in caller.key.scopes:
+            raise ScopeMissing(
+                f"secret_key: this key may not call {operation}, which needs the scope "
+                f"{scope!r} (the key has {scopes_text(caller.key.scopes)}); the operator "
+                f"grants it with 'pkgcat key create --scope {scope}'"
+            )
+
+    async def published_details(self, package_id: str) -> Package:
+        """A package just written by this worker, read from the database itself: the change
+        may not have come back through the change feed yet (a notification on PostgreSQL)."""
+        package = await self._catalogue.package(package_id, fresh=True)
+        if package is None:
             raise PackageNotFound(f"package: no package {package_id!r} in this catalogue")
         return package
 

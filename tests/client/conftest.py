@@ -103,7 +103,7 @@ class InProcess(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         reply = self.http.request(
-            request.method, str(request.url), headers=request.headers, content=request.content
+            request.method, str(request.url), headers=request.headers, content=request.read()
         )
         return httpx.Response(reply.status_code, headers=reply.headers, content=reply.content)
 

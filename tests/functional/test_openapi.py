@@ -11,7 +11,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from pkgcat.http.openapi import openapi_document, served
-from pkgcat.http.routes import ROUTES
+from pkgcat.http.routes import ROUTES, WRITE_ROUTES
 from tests.conftest import Api
 from tests.test_docs import DOCS, read, sections
 
@@ -29,17 +29,25 @@ def test_it_is_served_as_json(api: Api) -> None:
     assert response.json() == openapi_document()
 
 
-def test_it_lists_exactly_the_served_operations_all_get() -> None:
+def test_it_lists_exactly_the_served_operations_reads_get_and_writes_post() -> None:
     paths = openapi_document()["paths"]
-    assert set(paths) == set(ROUTES)
-    assert all(set(item) == {"get"} for item in paths.values())
+    assert set(paths) == set(ROUTES) | set(WRITE_ROUTES)
+    assert all(set(paths[path]) == {"get"} for path in ROUTES)
+    assert all(set(paths[path]) == {"post"} for path in WRITE_ROUTES)
+    upload = paths["/1.0/package/upload.json"]["post"]
+    assert set(upload["requestBody"]["content"]) == {
+        "application/vnd.debian.binary-package",
+        "multipart/form-data",
+    }
+    assert {p["name"] for p in upload["parameters"]} == {"Idempotency-Key"}
+    assert upload["responses"]["405"]["headers"]["Allow"]["schema"]["const"] == "POST"
 
 
 def documented_errors() -> dict[str, set[int]]:
     """Each operation of docs/api.md to the codes of its "Errors:" paragraph."""
     found: dict[str, set[int]] = {}
     for heading, body in sections(read(DOCS / "api.md")).items():
-        operation = re.search(r"`GET (/1\.0/\S+)`", heading)
+        operation = re.search(r"`(?:GET|POST) (/1\.0/\S+)`", heading)
         errors = re.search(r"Errors:(.*?)(?:\n\n|$)", body, flags=re.DOTALL)
         if operation and errors:
             listed = re.sub(r"\([^)]*\)", "", errors.group(1))  # the explanations in brackets
@@ -50,7 +58,8 @@ def documented_errors() -> dict[str, set[int]]:
 def declared_errors(path: str) -> set[int]:
     """The codes the document declares for an operation (each error response's ``const``)."""
     codes: set[int] = set()
-    for status, response in openapi_document()["paths"][path]["get"]["responses"].items():
+    (declared,) = openapi_document()["paths"][path].values()
+    for status, response in declared["responses"].items():
         if status not in ("200", "304"):
             for part in response["content"]["application/json"]["schema"]["allOf"]:
                 code = part.get("properties", {}).get("code", {}).get("const")
@@ -61,7 +70,9 @@ def declared_errors(path: str) -> set[int]:
 
 def test_every_operation_declares_the_errors_its_reference_page_lists() -> None:
     documented = documented_errors()
-    assert set(documented) == set(ROUTES), "an operation of docs/api.md has no Errors: list"
+    assert set(documented) == set(ROUTES) | set(WRITE_ROUTES), (
+        "an operation of docs/api.md has no Errors: list"
+    )
     for path, codes in documented.items():
         assert declared_errors(path) == codes, path
 
@@ -69,8 +80,11 @@ def test_every_operation_declares_the_errors_its_reference_page_lists() -> None:
 def test_the_operations_with_an_etag_declare_their_304_and_if_none_match() -> None:
     """A generated client must know the 304 an ETag brings: openapi-fetch read it as an error."""
     for operation in served():
-        get = openapi_document()["paths"][operation.path]["get"]
+        get = openapi_document()["paths"][operation.path][operation.method.lower()]
         headers = {p["name"] for p in get["parameters"] if p["in"] == "header"}
+        if operation.writes:
+            assert headers == {"Idempotency-Key"}, operation.name
+            continue
         if operation.etag:
             not_modified = get["responses"]["304"]
             assert "content" not in not_modified, operation.name
@@ -90,8 +104,9 @@ def test_the_codes_that_always_carry_the_rate_limit_headers_are_those_of_decisio
     assert promised is not None, "decision 7 lists no codes"
     listed = {int(code) for code in re.findall(r"\d+", promised.group(1))}
     declared: dict[int, set[bool]] = {}
-    for path in ROUTES:
-        for status, response in openapi_document()["paths"][path]["get"]["responses"].items():
+    for path in [*ROUTES, *WRITE_ROUTES]:
+        (operation,) = openapi_document()["paths"][path].values()
+        for status, response in operation["responses"].items():
             if status in ("200", "304"):
                 continue
             code = next(
@@ -198,7 +213,7 @@ def test_a_generator_reads_days_as_dates_and_check_json_rule_from_the_document()
     checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
     days = 0
     for path, item in openapi_document()["paths"].items():
-        for parameter in item["get"]["parameters"]:
+        for parameter in item.get("get", {}).get("parameters", []):
             schema = parameter["schema"]
             if schema.get("format") != "date":
                 continue

@@ -10,10 +10,12 @@ the .deb files in SeaweedFS.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +26,7 @@ import httpx
 import pysequoia as pgp
 import pytest
 
+from pkgcat.client import Client
 from tests.backends import unavailable
 from tests.debs import build_deb
 from tests.seaweed import S3Server
@@ -201,3 +204,49 @@ def test_apt_refuses_a_tampered_index(repository: tuple[Served, Path], tmp_path:
     assert update.returncode != 0
     assert "Hash Sum mismatch" in update.stderr or "hash" in update.stderr.lower(), update.stderr
     assert apt.run("download", "com.alpha.tool").returncode != 0
+
+
+def test_a_package_uploaded_through_the_api_reaches_apt(
+    repository: tuple[Served, Path], tmp_path: Path
+) -> None:
+    """The typed client and `pkgcat client upload` over real HTTP; apt-get then finds both."""
+    served, key = repository
+    env = served.env
+    pkgcat(env, "app", "create", "--source", "Alpha", "--name", "ci")
+    issued = json.loads(
+        pkgcat(
+            env, "key", "create", "--source", "Alpha", "--app", "ci", "--scope", "publish", "--json"
+        )
+    )
+    assert issued["scopes"] == ["read", "publish"]
+    first = build_deb(tmp_path, "com.alpha.uploaded", "2.0", ARCH, payload="up")
+    with Client(served.base, issued["secret_key"], max_retries=0) as client:
+        package = client.upload(first, idempotency_key="ci-2.0")
+        assert (package.package, package.version) == ("com.alpha.uploaded", "2.0")
+        # The same key and file again: the first answer, no second publish.
+        assert client.upload(first.read_bytes(), idempotency_key="ci-2.0") == package
+    second = build_deb(tmp_path, "com.alpha.bycli", "1.0", ARCH, payload="cli")
+    done = subprocess.run(
+        [PKGCAT, "client", "upload", str(second), "--json"],
+        env={**env, "PKGCAT_SECRET_KEY": issued["secret_key"], "PKGCAT_BASE_URL": served.base},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["package"] == "com.alpha.bycli"
+    # The indexes are rebuilt off the request path: wait (bounded) until they list both.
+    deadline = time.monotonic() + 30
+    while True:
+        listed = httpx.get(f"{served.base}/repo/Packages").text
+        if "Package: com.alpha.uploaded" in listed and "Package: com.alpha.bycli" in listed:
+            break
+        assert time.monotonic() < deadline, "the uploads never reached the index"
+        time.sleep(0.1)  # polling the rebuild, not timing anything
+    apt = Apt(tmp_path / "apt")
+    apt.source(f"{served.base}/repo/", key)
+    update = apt.run("update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    download = apt.run("download", "com.alpha.uploaded", "com.alpha.bycli")
+    assert download.returncode == 0, download.stdout + download.stderr
+    [fetched] = (apt.root / "downloads").glob("com.alpha.uploaded_*.deb")
+    assert fetched.read_bytes() == first.read_bytes()

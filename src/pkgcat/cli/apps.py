@@ -27,6 +27,7 @@ def show_key(issued: IssuedKey, as_json: bool) -> None:
         "shape": app_.shape or settings.shape,
         "timezone": app_.timezone or settings.timezone,
         "secret_key": issued.secret_key,
+        "scopes": issued.scopes.split(),
     }
     if as_json:
         print_json(record)
@@ -38,6 +39,7 @@ def show_key(issued: IssuedKey, as_json: bool) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    stdout.print(f"scopes: {issued.scopes}", markup=False, highlight=False, soft_wrap=True)
     stdout.print(
         f"secret key (shown once, store it now): [bold]{issued.secret_key}[/]", soft_wrap=True
     )

@@ -687,6 +687,15 @@ def usage(
         _show_usage(result, to_today=end is None)
 
 
+def _print_package(output: Output, package: Package) -> None:
+    if output == "json":
+        _print_json(package)
+    elif output == "csv":
+        _write_csv(["field", "value"], _package_fields(package))
+    else:
+        _show_package(package)
+
+
 @app.command("package")
 def package(
     ctx: typer.Context,
@@ -702,12 +711,47 @@ def package(
     output = _output(as_json, False, output_format)
     with _client(ctx, base_url, tz, key_in, retries) as client:
         result = client.package(package_id)
-    if output == "json":
-        _print_json(result)
-    elif output == "csv":
-        _write_csv(["field", "value"], _package_fields(result))
-    else:
-        _show_package(result)
+    _print_package(output, result)
+
+
+LARGE_UPLOAD = 4 * 1024 * 1024
+"""Uploads from this size on show a progress bar (on a terminal)."""
+
+
+@app.command("upload")
+def upload(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Argument(help="The .deb file.", exists=True, dir_okay=False, readable=True)
+    ],
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--idempotency-key",
+            help="Sent with every attempt, so that a retry publishes nothing twice "
+            "(default: a random one per run).",
+        ),
+    ] = None,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    output_format: Format = None,
+    as_json: AsJson = False,
+) -> None:
+    """Publish a .deb to the key's source (a key with the publish scope); its details."""
+    output = _output(as_json, False, output_format)
+    size = file.stat().st_size
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        if size < LARGE_UPLOAD or not Console(stderr=True).is_terminal:
+            result = client.upload(file, idempotency_key)
+        else:
+            with Progress(console=Console(stderr=True), transient=True) as progress:
+                task = progress.add_task(f"uploading {file.name}", total=size)
+                result = client.upload(
+                    file, idempotency_key, progress=lambda n: progress.advance(task, n)
+                )
+    _print_package(output, result)
 
 
 @app.command("buyers")

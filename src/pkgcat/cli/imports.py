@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn, Protocol
 
+import anyio
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from sqlalchemy import Engine
@@ -23,29 +24,35 @@ from pkgcat.ingest import (
     VerificationError,
     import_repository,
 )
+from pkgcat.ingest.fetch import fetcher
 from pkgcat.ingest.limits import ImportLimits
+from pkgcat.ingest.repository import open_repository
 from pkgcat.ingest.workers import default_jobs
 from pkgcat.net.fetcher import Policy
+from pkgcat.repository.mirror import MirrorSummary, mirror
+from pkgcat.storage.backends import open_blobs
 from pkgcat.storage.writes.operator import Written, import_prices, import_purchases, import_stats
 
 
 @contextmanager
-def _progress(shown: bool) -> Iterator[Callable[[int, int], None] | None]:
+def _progress(
+    shown: bool, doing: str = "parsing", things: str = "stanzas"
+) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on stderr when it is a terminal, else no callback at all."""
     if not shown:
         yield None
         return
     columns = (
-        TextColumn("parsing"),
+        TextColumn(doing),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("stanzas"),
+        TextColumn(things),
         TimeRemainingColumn(),
     )
     # Refreshed by the import's own calls, not by a thread of its own: a large import forks
     # parser processes, and forking a process that runs other threads can deadlock the child.
     with Progress(*columns, console=stderr, transient=True, auto_refresh=False) as bar:
-        task = bar.add_task("parsing", total=None)
+        task = bar.add_task(doing, total=None)
 
         def advance(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
@@ -143,6 +150,14 @@ def import_repo(
             "--jobs", min=1, help="Processes that parse a large index (default: CPUs, at most 4)."
         ),
     ] = None,
+    mirror: Annotated[
+        bool,
+        typer.Option(
+            "--mirror",
+            help="Also fetch every .deb the index lists, checked against its size and hashes, "
+            "and store it: the repository moves in and is served from here.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as one JSON object.")
     ] = False,
@@ -172,12 +187,65 @@ def import_repo(
             fail(f"{error}; nothing was imported (--no-verify imports it anyway)")
         except IngestError as error:
             fail(f"{error}; nothing was imported")
+    mirrored = _mirror(location, options, not as_json and stderr.is_terminal) if mirror else None
     if as_json:
-        print_json(summary.as_dict())
+        print_json(summary.as_dict() | ({"mirror": mirrored.as_dict()} if mirrored else {}))
     else:
         _print_summary(summary)
+        if mirrored is not None:
+            _print_mirror(mirrored)
     for warning in summary.warnings:  # on stderr in both modes: stdout stays one JSON document
         stderr.print(visible(f"warning: {warning}"), highlight=False, markup=False, soft_wrap=True)
+    if mirrored is not None and mirrored.refused:
+        for refused in mirrored.refused:
+            stderr.print(
+                visible(f"not mirrored: {refused.file}: {refused.reason}"),
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        fail(
+            f"{len(mirrored.refused)} file(s) not mirrored (above), nothing stored for them; "
+            "the import and the other files are in"
+        )
+
+
+def _mirror(location: str, options: ImportOptions, shown: bool) -> MirrorSummary:
+    """The repository read again (its indexes verified as the import did), then its files."""
+    settings = load_settings()
+    blobs = open_blobs(settings)
+    with admin() as handle, fetcher(options.fetch) as client:
+        try:
+            repo = open_repository(
+                location, client, options.selection, verify=options.verify, limits=options.limits
+            )
+        except IngestError as error:
+            fail(f"{error}; the index is imported, no file was mirrored")
+
+        async def run(progress: Callable[[int, int], None] | None) -> MirrorSummary:
+            try:
+                return await mirror(
+                    handle.engine,
+                    blobs,
+                    repo,
+                    options.source,
+                    max_bytes=settings.publish_max_bytes,
+                    progress=progress,
+                )
+            finally:
+                await blobs.close()
+
+        with _progress(shown, "mirroring", "files") as progress:
+            return anyio.run(run, progress)
+
+
+def _print_mirror(mirrored: MirrorSummary) -> None:
+    stdout.print(
+        f"files: {mirrored.count('stored')} stored ({mirrored.stored_bytes} bytes), "
+        f"{mirrored.count('held')} held already, {len(mirrored.refused)} refused",
+        highlight=False,
+        markup=False,
+    )
 
 
 _SHOWN_PROBLEMS = 20

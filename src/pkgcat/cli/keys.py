@@ -10,6 +10,7 @@ from pkgcat.cli import group
 from pkgcat.cli._common import admin, print_listing, stdout
 from pkgcat.cli._tables import Column, when
 from pkgcat.cli.apps import show_key
+from pkgcat.domain import KEY_SCOPES
 
 app = group("key")
 
@@ -24,11 +25,19 @@ def _say(line: str) -> None:
 def create(
     source: Annotated[str, typer.Option("--source", help="Source of the application.")],
     application: Annotated[str, typer.Option("--app", help="Name of the application.")],
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scope",
+            help=f"A write the key may make, besides reading (repeatable): "
+            f"{', '.join(s for s in KEY_SCOPES if s != 'read')}. Without it the key only reads.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Add a key to an application (for rotation) and print it, once."""
+    """Add a key to an application (for rotation, or to grant writes) and print it, once."""
     with admin() as handle:
-        issued = handle.create_key(source, application)
+        issued = handle.create_key(source, application, tuple(scope or ()))
     show_key(issued, as_json)
 
 
@@ -47,6 +56,7 @@ def list_keys(
             "created_at": when(r.created_at),
             "last_used_at": when(r.last_used_at) or None,
             "revoked_at": when(r.revoked_at) or None,
+            "scopes": r.scopes,
         }
         for r in rows
     ]
@@ -58,6 +68,7 @@ def list_keys(
             Column("created_at", "created (UTC)", "time"),
             Column("last_used_at", "last used (UTC)", "time"),
             Column("revoked_at", "revoked (UTC)", "time"),
+            Column("scopes", kind="identifier"),
         ],
         records,
         as_json,

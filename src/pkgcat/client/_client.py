@@ -11,12 +11,15 @@ retry policy, the key placement and the reading of answers exist once.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, tzinfo
+from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol, Self, TypeVar, overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -88,6 +91,10 @@ _BUYERS = "/1.0/package/buyers.json"
 _PACKAGES = "/1.0/source/packages.json"
 _CHECK = "/1.0/package/check.json"
 _SALES = "/1.0/source/sales.json"
+_UPLOAD = "/1.0/package/upload.json"
+DEB = "application/vnd.debian.binary-package"
+UPLOAD_CHUNK = 256 * 1024
+"""Bytes sent at a time by an upload (what a progress callback hears of)."""
 
 # Failures where the request may not have reached the server, or its answer was lost.
 # An unsupported scheme or a broken proxy setting will not fix itself: those are not retried.
@@ -103,7 +110,33 @@ class _Get:
     headers: dict[str, str]
 
 
-_Step = _Get | float
+@dataclass(frozen=True, slots=True)
+class _Post:
+    """A step: send this POST with ``content`` as its body."""
+
+    path: str
+    params: dict[str, str]
+    headers: dict[str, str]
+    content: bytes
+
+
+def _pieces(content: bytes, progress: Callable[[int], None] | None) -> Iterator[bytes]:
+    """``content`` in chunks, telling ``progress`` of each chunk's size as it goes."""
+    for start in range(0, len(content), UPLOAD_CHUNK):
+        piece = content[start : start + UPLOAD_CHUNK]
+        yield piece
+        if progress is not None:
+            progress(len(piece))
+
+
+def _deb_bytes(deb: str | os.PathLike[str] | bytes) -> bytes:
+    """The file's bytes: given as they are, or read from the path."""
+    if isinstance(deb, bytes):
+        return deb
+    return Path(deb).read_bytes()
+
+
+_Step = _Get | _Post | float
 """What an exchange asks its driver: a request to send, or seconds to sleep."""
 _Outcome = httpx.Response | httpx.TransportError | None
 """What the driver hands back: the response, the transport's error, or nothing after a sleep."""
@@ -263,6 +296,15 @@ class _Core:
         )
         return self._exchange(_SALES, params, read_sales_page)
 
+    def upload(self, content: bytes, idempotency_key: str | None) -> _Exchange[Package]:
+        """POST the .deb; every attempt carries the same ``Idempotency-Key`` (one made here
+        when none is given), so a retry after a lost answer publishes nothing twice."""
+        key = idempotency_key or f"pkgcat-client-{uuid.uuid4()}"
+        if not _KEY_CHARACTERS.fullmatch(key) or len(key) > 255:
+            raise ValueError("idempotency_key: 1 to 255 printable ASCII characters, no space")
+        headers = {"Content-Type": DEB, "Idempotency-Key": key}
+        return self._exchange(_UPLOAD, {}, read_package, body=content, extra=headers)
+
     @staticmethod
     def is_last_page(page: BuyersPage) -> bool:
         """A short (or empty) page ends the walk; ``limit`` is what the server applied."""
@@ -271,17 +313,25 @@ class _Core:
     # --- one operation: send, read, maybe retry ------------------------------------------
 
     def _exchange(
-        self, path: str, params: dict[str, str], read: Callable[[object, tzinfo], T]
+        self,
+        path: str,
+        params: dict[str, str],
+        read: Callable[[object, tzinfo], T],
+        *,
+        body: bytes | None = None,
+        extra: dict[str, str] | None = None,
     ) -> _Exchange[T]:
         headers = {"User-Agent": f"pkgcat-client/{__version__}", "Accept": "application/json"}
+        headers |= extra or {}
         if self.key_in == "header":
             # The header keeps the key out of access logs of proxies and servers.
             headers["Authorization"] = f"Bearer {self._key}"
         else:
             params = params | {"secret_key": self._key}
         attempt = 0
+        step = _Get(path, params, headers) if body is None else _Post(path, params, headers, body)
         while True:
-            outcome = yield _Get(path, params, headers)
+            outcome = yield step
             try:
                 return self._settle(outcome, read)
             except PkgcatError as error:
@@ -361,6 +411,7 @@ class Client:
         """``tz`` reads dates sent without an offset (shape B); ``sleep`` waits between retries."""
         self._core = _Core(base_url, secret_key, key_in=key_in, tz=tz, max_retries=max_retries)
         self._sleep = sleep
+        self._progress: Callable[[int], None] | None = None
         self._http = httpx.Client(
             base_url=self._core.base_url, timeout=httpx.Timeout(timeout), transport=transport
         )
@@ -387,6 +438,25 @@ class Client:
     def package(self, package_id: str) -> Package:
         """The record of one package."""
         return self._run(self._core.package(package_id))
+
+    def upload(
+        self,
+        file: str | os.PathLike[str] | bytes,
+        idempotency_key: str | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> Package:
+        """Publish a .deb (a path, or its bytes) to the key's source; its details.
+
+        Needs a key with the ``publish`` scope. Safe to retry: every attempt sends the
+        same ``idempotency_key`` (a random one when not given). ``progress`` is called
+        with the size of each chunk as it is sent.
+        """
+        self._progress = progress
+        try:
+            return self._run(self._core.upload(_deb_bytes(file), idempotency_key))
+        finally:
+            self._progress = None
 
     @overload
     def buyers(
@@ -532,9 +602,19 @@ class Client:
             except StopIteration as done:
                 result: T = done.value
                 return result
-            if isinstance(step, _Get):
+            if isinstance(step, _Get | _Post):
                 try:
-                    outcome = self._http.get(step.path, params=step.params, headers=step.headers)
+                    if isinstance(step, _Post):
+                        outcome = self._http.post(
+                            step.path,
+                            params=step.params,
+                            headers=step.headers | {"Content-Length": str(len(step.content))},
+                            content=_pieces(step.content, self._progress),
+                        )
+                    else:
+                        outcome = self._http.get(
+                            step.path, params=step.params, headers=step.headers
+                        )
                 except httpx.TransportError as error:
                     outcome = error
             else:
@@ -582,6 +662,13 @@ class AsyncClient:
     async def package(self, package_id: str) -> Package:
         """The record of one package."""
         return await self._run(self._core.package(package_id))
+
+    async def upload(
+        self, file: str | os.PathLike[str] | bytes, idempotency_key: str | None = None
+    ) -> Package:
+        """:meth:`Client.upload`, without the progress callback."""
+        content = _deb_bytes(file)
+        return await self._run(self._core.upload(content, idempotency_key))
 
     @overload
     async def buyers(
@@ -730,11 +817,19 @@ class AsyncClient:
             except StopIteration as done:
                 result: T = done.value
                 return result
-            if isinstance(step, _Get):
+            if isinstance(step, _Get | _Post):
                 try:
-                    outcome = await self._http.get(
-                        step.path, params=step.params, headers=step.headers
-                    )
+                    if isinstance(step, _Post):
+                        outcome = await self._http.post(
+                            step.path,
+                            params=step.params,
+                            headers=step.headers,
+                            content=step.content,
+                        )
+                    else:
+                        outcome = await self._http.get(
+                            step.path, params=step.params, headers=step.headers
+                        )
                 except httpx.TransportError as error:
                     outcome = error
             else:

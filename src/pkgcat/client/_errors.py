@@ -8,7 +8,8 @@ The tree::
         ├── AuthenticationError      code 5: missing, unknown or revoked key
         ├── InvalidArgumentError     code 2: a parameter is missing or invalid (``parameter``)
         ├── NotFoundError            code 8: no such package (or offline and not yours)
-        ├── PermissionDeniedError    code 12: buyers of another source's package
+        ├── PermissionDeniedError    code 12: buyers of another source's package;
+        │                            code 9: a key without the scope of a write
         ├── RateLimitError           code 13 or HTTP 429 (``retry_after``)
         ├── ServerError              code 15 or any HTTP 5xx
         └── ProtocolError            a body that is not the ``{"code", "response"}`` envelope,
@@ -90,7 +91,8 @@ class NotFoundError(APIError):
 
 
 class PermissionDeniedError(APIError):
-    """Code 12: the buyers of a package that is not the caller's."""
+    """Code 12: the buyers of a package that is not the caller's; code 9: a key without the
+    scope a write needs (a read-only key uploading)."""
 
 
 class RateLimitError(APIError):
@@ -121,6 +123,7 @@ _BY_CODE: dict[int, type[APIError]] = {
     2: InvalidArgumentError,
     5: AuthenticationError,
     8: NotFoundError,
+    9: PermissionDeniedError,
     12: PermissionDeniedError,
     13: RateLimitError,
     15: ServerError,

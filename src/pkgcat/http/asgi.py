@@ -38,12 +38,16 @@ from pkgcat.errors import (
 )
 from pkgcat.http.auth import presented_key
 from pkgcat.http.errors import Headers, error_response
+from pkgcat.http.operations import BY_PATH
 from pkgcat.http.routes import (
     ROUTES,
     TAGGED,
     VERSION,
+    WRITE_ROUTES,
     Handler,
+    Incoming,
     Query,
+    WriteHandler,
     operation_name,
     response_cache,
 )
@@ -56,6 +60,7 @@ from pkgcat.storage.cache import GenerationCache
 if TYPE_CHECKING:
     from pkgcat.access_log import AccessLog
     from pkgcat.metrics import Metrics
+    from pkgcat.repository.uploads import Uploads
 
 log = logging.getLogger("pkgcat.http")
 
@@ -204,14 +209,17 @@ class ApiApp:
         query_keys: bool = True,
         access_log: AccessLog | None = None,
         deadline: float = 5.0,
+        uploads: Uploads | None = None,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
         ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
 
         ``access_log``: where each request's line goes (none: no line). ``deadline``: the
         seconds an API request may take (``PKGCAT_REQUEST_DEADLINE``), then it is 503.
+        ``uploads``: what the write operations publish with (none: they answer code 15).
         """
         self.service = service
+        self.uploads = uploads
         self.query_keys = query_keys
         self.site = site
         self.throttle = throttle
@@ -333,14 +341,16 @@ class ApiApp:
                     access.line(scope["method"], path, None, 500, None, None, request_id, started)
             return
         status_code, body, headers, code, application = await self._answer(
-            scope, path, handler, request_id, authorization, if_none_match
+            scope, path, handler, request_id, authorization, if_none_match, receive
         )
         if self._metrics is not None:
             self._metrics.request(path, status_code, code, perf_counter() - started)
         headers.extend(_API_HEADERS)
         headers.append((b"x-request-id", request_id.encode()))
         if access is not None:  # before the answer leaves: an answer sent has its line
-            operation = None if handler is None else operation_name(path)
+            operation = (
+                None if handler is None and path not in WRITE_ROUTES else operation_name(path)
+            )
             access.line(
                 scope["method"],
                 path,
@@ -362,6 +372,7 @@ class ApiApp:
         request_id: str,
         authorization: bytes | None,
         if_none_match: bytes | None,
+        receive: Receive,
     ) -> tuple[int, bytes, Headers, int, int | None]:
         """Status, body, headers, API code, and the caller's application id once known.
 
@@ -373,14 +384,22 @@ class ApiApp:
         rate: Headers = []
         admitted: list[Caller] = []
         token = id(admitted)  # unique while the request lasts
-        if task is not None:
+        # Reads only: a write (an upload) lasts as long as its body takes to arrive.
+        if task is not None and handler is not None:
             self._inflight[token] = (task, loop.time() + self._deadline)
             if self._sweeping is not loop:
                 self._sweeping = loop
                 loop.call_later(SWEEP_EVERY, self._sweep, loop)
         try:
             return await self._answer_in_time(
-                scope, path, handler, request_id, authorization, if_none_match, rate, admitted
+                scope,
+                path,
+                handler,
+                request_id,
+                (authorization, if_none_match),
+                receive,
+                rate,
+                admitted,
             )
         except asyncio.CancelledError:
             if token not in self._late or task is None:
@@ -402,24 +421,31 @@ class ApiApp:
         path: str,
         handler: Handler | None,
         request_id: str,
-        authorization: bytes | None,
-        if_none_match: bytes | None,
+        given: tuple[bytes | None, bytes | None],
+        receive: Receive,
         rate: Headers,
         admitted: list[Caller],
     ) -> tuple[int, bytes, Headers, int, int | None]:
         """:meth:`_answer`'s work; ``rate`` and ``admitted`` (the caller once counted) are
-        filled in as it goes, for the answer of a request cancelled at its deadline."""
+        filled in as it goes, for the answer of a request cancelled at its deadline.
+        ``given``: the request's Authorization and If-None-Match headers."""
+        authorization, if_none_match = given
         application: int | None = None
         query: Query = {}
         caller: Caller | None = None
+        write: WriteHandler | None = None
         try:
             if handler is None:
-                if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
-                    raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
-                raise UnknownVersion(
-                    f"unknown API version in {path!r}; this server speaks {VERSION}"
-                )
-            if scope["method"] != "GET":
+                write = WRITE_ROUTES.get(path)
+                if write is None:
+                    if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
+                        raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
+                    raise UnknownVersion(
+                        f"unknown API version in {path!r}; this server speaks {VERSION}"
+                    )
+                if scope["method"] != "POST":  # a write is POST, and only POST
+                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use POST")
+            elif scope["method"] != "GET":
                 raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
             query, repeated = parse_query(scope["query_string"])
             throttle = self.throttle
@@ -438,6 +464,20 @@ class ApiApp:
             rate.extend(_rate_headers(decision))
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
+            if write is not None:
+                operation = BY_PATH[path]
+                self.service.require_scope(caller, operation.scope, operation.name)
+                if self.uploads is None:
+                    raise InternalError("this server takes no writes")
+                incoming = Incoming(scope["headers"], receive)
+                return (
+                    200,
+                    await write(self.service, self.uploads, caller, incoming),
+                    rate,
+                    0,
+                    application,
+                )
+            assert handler is not None
             body = await handler(self.service, caller, query, self.responses)
             if handler in TAGGED:
                 tag = self.etags.get(caller.generation, body)
@@ -464,7 +504,7 @@ class ApiApp:
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):
-                headers.append((b"allow", b"GET"))
+                headers.append((b"allow", b"POST" if path in WRITE_ROUTES else b"GET"))
             return status, body, rate + headers, error.code, application
         except Exception as error:
             if self._unavailable(error):

@@ -16,8 +16,8 @@ from pydantic import TypeAdapter
 from pkgcat import __version__
 from pkgcat.domain import SHAPES
 from pkgcat.errors import ApiError, InternalError, MethodNotAllowed, RateLimited, Unavailable
-from pkgcat.http.operations import OPERATIONS, Operation, Parameter
-from pkgcat.http.routes import ROUTES
+from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
+from pkgcat.http.routes import ROUTES, WRITE_ROUTES
 from pkgcat.models import DAY, ErrorMessage
 from pkgcat.services import BLANK
 
@@ -36,7 +36,11 @@ TAGS: dict[str, str] = {
 
 def served() -> list[Operation]:
     """The operations of the table that have a handler, in the table's order."""
-    return [operation for operation in OPERATIONS if operation.path in ROUTES]
+    return [
+        operation
+        for operation in OPERATIONS
+        if operation.path in ROUTES or operation.path in WRITE_ROUTES
+    ]
 
 
 def _tidy(schema: object, name: str | None = None) -> None:
@@ -138,7 +142,7 @@ _IF_NONE_MATCH: Schema = {
     "schema": {"type": "string"},
 }
 
-_AUTHENTICATED_ERRORS = {2, 8, 12, 13}
+_AUTHENTICATED_ERRORS = {2, 8, 9, 12, 13}
 """Errors answered after the key was accepted: they carry the rate-limit headers."""
 _MAYBE_AUTHENTICATED_ERRORS = {15}
 """Errors that carry the rate-limit headers when they come after the request was counted
@@ -181,7 +185,7 @@ def _not_modified() -> Schema:
     }
 
 
-def _error(error: type[ApiError], description: str) -> Schema:
+def _error(error: type[ApiError], description: str, method: str = "GET") -> Schema:
     headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
     if error.code in _MAYBE_AUTHENTICATED_ERRORS:
         headers |= {
@@ -193,9 +197,9 @@ def _error(error: type[ApiError], description: str) -> Schema:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     if error is MethodNotAllowed:
         headers["Allow"] = {
-            "schema": {"type": "string", "const": "GET"},
+            "schema": {"type": "string", "const": method},
             "required": True,
-            "description": "The one method the API paths accept.",
+            "description": "The one method the operation takes.",
         }
     return {
         "description": f"code {error.code}: {description}",
@@ -222,7 +226,7 @@ def _errors(operation: Operation) -> dict[str, Schema]:
     errors: dict[str, Schema] = {}
     for error in sorted(operation.errors, key=lambda e: e.code):
         described = f"invalid {operation.invalid}" if error.code == 2 else error.when
-        errors[str(error.status)] = _error(error, described)
+        errors[str(error.status)] = _error(error, described, operation.method)
     if InternalError in operation.errors:  # code 15 is 503 when the database is locked
         errors[str(Unavailable.status)] = _error(Unavailable, Unavailable.when)
     return errors
@@ -279,16 +283,52 @@ def _operation(operation: Operation, schemas: Keyed, every: bool) -> Schema:
     declared = [_parameter(p) for p in parameters]
     if operation.etag:
         declared.append(_IF_NONE_MATCH)
-    return {
-        "get": {
-            "operationId": operation.operation_id,
-            "tags": [operation.tag],
-            "summary": operation.summary,
-            "description": operation.doc,
-            "parameters": declared,
-            "responses": responses,
-        }
+    described: Schema = {
+        "operationId": operation.operation_id,
+        "tags": [operation.tag],
+        "summary": operation.summary,
+        "description": operation.doc,
+        "parameters": declared,
+        "responses": responses,
     }
+    if operation.writes:
+        declared.append(_IDEMPOTENCY_KEY)
+        described["requestBody"] = _request_body(operation)
+        described["x-scope"] = operation.scope
+    return {operation.method.lower(): described}
+
+
+_IDEMPOTENCY_KEY: Schema = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes the write safe to retry: the same key with the same body gets the first "
+        "answer again, without a second write; with another body it is code 2. Kept for "
+        "`PKGCAT_IDEMPOTENCY_SECONDS` (a day by default)."
+    ),
+    "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
+}
+
+
+def _request_body(operation: Operation) -> Schema:
+    """A write's body: the file itself, or a multipart form with it in ``file``."""
+    # contentMediaType is OpenAPI 3.1's word for it; format binary, the 3.0 one generators read.
+    binary: Schema = {"type": "string", "format": "binary", "contentMediaType": DEB}
+    content: Schema = {}
+    for media in operation.bodies:
+        if media == FORM:
+            content[media] = {
+                "schema": {
+                    "type": "object",
+                    "properties": {"file": binary},
+                    "required": ["file"],
+                },
+                "encoding": {"file": {"contentType": DEB}},
+            }
+        else:
+            content[media] = {"schema": binary}
+    return {"required": True, "description": "The .deb file.", "content": content}
 
 
 def openapi_document(*, every: bool = False) -> dict[str, Any]:
@@ -305,7 +345,8 @@ def openapi_document(*, every: bool = False) -> dict[str, Any]:
             "version": __version__,
             "description": (
                 "Daily API usage, package details and buyers of a paid package, for the "
-                "developers who sell in an APT package catalogue. Every response is "
+                "developers who sell in an APT package catalogue, and the upload of their "
+                ".deb files (POST, with a key of the publish scope). Every response is "
                 '`{"code": 0, "response": ...}`; errors carry a non-zero code and a message. '
                 "Two response shapes exist (A and B, see each schema); a client must accept both. "
                 "Paths outside these operations answer code 1 (unknown endpoint under /1.0/) "

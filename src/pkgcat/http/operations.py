@@ -20,7 +20,7 @@ from datetime import date
 from typing import Any, Literal, TypeVar
 
 from pkgcat import models as m
-from pkgcat.domain import SHAPES, Shape
+from pkgcat.domain import SHAPES, KeyScope, Shape
 from pkgcat.errors import (
     ApiError,
     InternalError,
@@ -29,6 +29,7 @@ from pkgcat.errors import (
     PackageNotFound,
     PermissionDenied,
     RateLimited,
+    ScopeMissing,
     Unauthenticated,
 )
 from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
@@ -37,6 +38,7 @@ VERSION = "1.0"
 Query = dict[str, str]
 Tag = Literal["application", "package", "source"]
 Kind = Literal["integer", "string", "flag", "day", "choice", "cursor"]
+Method = Literal["GET", "POST"]
 
 _MAX_DIGITS = 12
 INTEGER_MAX = 10**_MAX_DIGITS - 1
@@ -183,10 +185,20 @@ class Operation:
     """Arguments with which the demo's first application gets a 200."""
     client: str = ""
     """The typed client's method and the ``pkgcat client`` command (default: the name's last part)."""
+    method: Method = "GET"
+    """Reads are GET; writes are POST (and need ``scope``)."""
+    scope: KeyScope = "read"
+    """The scope the caller's key needs: ``read`` (every key) for reads."""
+    bodies: tuple[str, ...] = ()
+    """A write's accepted request bodies, by media type (the first is the plain one)."""
 
     @property
     def path(self) -> str:
         return f"/{VERSION}/{self.name}.json"
+
+    @property
+    def writes(self) -> bool:
+        return self.method == "POST"
 
     @property
     def client_name(self) -> str:
@@ -383,6 +395,37 @@ OPERATIONS: tuple[Operation, ...] = (
         etag=True,
     ),
 )
+
+DEB = "application/vnd.debian.binary-package"
+"""The media type of a .deb (IANA), the body of ``package/upload``."""
+FORM = "multipart/form-data"
+
+WRITE_ERRORS: tuple[type[ApiError], ...] = (*BASE_ERRORS, ScopeMissing)
+"""What every write can answer with besides: a key without the write's scope."""
+
+WRITES: tuple[Operation, ...] = (
+    Operation(
+        "package/upload",
+        "package",
+        "Publish a .deb to the caller's source",
+        "The body is the .deb itself (`Content-Type: application/vnd.debian.binary-package`) "
+        "or a multipart form with the file in a part named `file`. The file is checked whole "
+        "before anything is stored; the answer is the package's details. Needs a key with "
+        "the `publish` scope. Safe to retry with an `Idempotency-Key` header.",
+        (),
+        (Variant(shaped(m.PackageA, m.PackageB)),),
+        errors=WRITE_ERRORS,
+        invalid="file (not a .deb, over the size limit, another source's package, a "
+        "version published with other bytes) or Idempotency-Key",
+        client="upload",
+        method="POST",
+        scope="publish",
+        bodies=(DEB, FORM),
+    ),
+)
+"""The write operations: POST, in the same envelope, each needing its scope."""
+
+OPERATIONS = (*OPERATIONS, *WRITES)
 
 BY_NAME: Mapping[str, Operation] = {operation.name: operation for operation in OPERATIONS}
 BY_PATH: Mapping[str, Operation] = {operation.path: operation for operation in OPERATIONS}

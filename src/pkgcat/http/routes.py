@@ -16,22 +16,29 @@ import orjson
 from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
-from pkgcat.http import seller
+from pkgcat.http import seller, uploads
 from pkgcat.http.errors import envelope, envelope_of_items
 from pkgcat.http.operations import BY_PATH, DAYS, INTEGER_MAX, LIMIT, PAGE, VERSION, routes
 from pkgcat.http.params import Query, ResponseCache, response_cache, view
+from pkgcat.http.uploads import Incoming
+from pkgcat.repository.uploads import Uploads
 from pkgcat.services import USAGE_BY, CatalogueService, buyers_window, package_identifier
 
 Handler = Callable[[CatalogueService, Caller, Query, ResponseCache], Awaitable[bytes]]
 """``async def h(service, caller, query, cache) -> bytes``: an operation's whole answer body."""
+WriteHandler = Callable[[CatalogueService, Uploads, Caller, Incoming], Awaitable[bytes]]
+"""``async def h(service, uploads, caller, incoming) -> bytes``: a write's whole answer body."""
 
 __all__ = [
     "INTEGER_MAX",
     "ROUTES",
     "TAGGED",
     "VERSION",
+    "WRITE_ROUTES",
     "Handler",
+    "Incoming",
     "Query",
+    "WriteHandler",
     "operation_name",
     "response_cache",
 ]
@@ -134,6 +141,9 @@ ROUTES: dict[str, Handler] = routes(
 )
 """Path to handler of each served operation of the table (:mod:`pkgcat.http.operations`):
 serving one is adding its line here."""
+
+WRITE_ROUTES: dict[str, WriteHandler] = routes({"package/upload": uploads.upload})
+"""Path to handler of each served write (POST) of the table."""
 
 TAGGED: frozenset[Handler] = frozenset(
     handler for path, handler in ROUTES.items() if BY_PATH[path].etag

@@ -1,7 +1,7 @@
 """Publishing a .deb: checked whole, stored by its digest, then recorded in one transaction.
 
 :func:`publish` is the one way a file enters the repository: ``pkgcat publish``
-calls it, and so will the API's upload. It knows nothing of HTTP or of the
+calls it, and so does the API's upload. It knows nothing of HTTP or of the
 command line: it takes a file on disk and a source name and returns what was
 published, or raises :class:`~pkgcat.repository.debs.Refused` with the reason.
 

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 from pkgcat import keys
-from pkgcat.domain import Application, Shape, Source
+from pkgcat.domain import Application, Shape, Source, scopes_text
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import engine_for, write_transaction
 from pkgcat.storage.writes import removal, sources
@@ -52,6 +52,7 @@ class IssuedKey:
     prefix: str
     application: Application
     source: Source
+    scopes: str = "read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,8 @@ class KeyInfo:
     created_at: int
     last_used_at: int | None
     revoked_at: int | None
+    scopes: str
+    """Space-separated, as stored: ``read``, ``read publish``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,11 +221,18 @@ class CatalogueAdmin:
             )
             return self._issue(db, app, src)
 
-    def create_key(self, source: str, application: str) -> IssuedKey:
-        """Another key for an existing application (keys can be rotated without downtime)."""
+    def create_key(self, source: str, application: str, scopes: tuple[str, ...] = ()) -> IssuedKey:
+        """Another key for an existing application (keys can be rotated without downtime).
+
+        ``scopes`` beyond ``read`` (which every key holds) grant writes, ``publish`` uploads.
+        """
+        try:
+            stored = scopes_text(scopes)
+        except ValueError as error:
+            raise AdminError(str(error)) from None
         with write_transaction(self.engine) as db:
             src = self._source_named(db, source)
-            return self._issue(db, self._application_named(db, src, application), src)
+            return self._issue(db, self._application_named(db, src, application), src, stored)
 
     def find_application(self, source: str, application: str) -> Application:
         """The application ``application`` of ``source``; :class:`AdminError` naming what is missing."""
@@ -267,7 +277,9 @@ class CatalogueAdmin:
                 db, app.id, f"application {name!r} of {src.name!r}", cascade=cascade
             )
 
-    def _issue(self, db: Connection, app: Application, src: Source) -> IssuedKey:
+    def _issue(
+        self, db: Connection, app: Application, src: Source, scopes: str = "read"
+    ) -> IssuedKey:
         secret = keys.new_key()
         prefix = keys.display_prefix(secret)
         db.execute(
@@ -276,9 +288,12 @@ class CatalogueAdmin:
                 key_hash=keys.hash_key(secret),
                 prefix=prefix,
                 created_at=_now(),
+                scopes=scopes,
             )
         )
-        return IssuedKey(secret_key=secret, prefix=prefix, application=app, source=src)
+        return IssuedKey(
+            secret_key=secret, prefix=prefix, application=app, source=src, scopes=scopes
+        )
 
     def revoke_key(self, prefix: str) -> Revocation:
         """Revoke the one live key whose display prefix starts with ``prefix``.
@@ -351,6 +366,7 @@ class CatalogueAdmin:
                 t.secret_keys.c.created_at,
                 t.secret_keys.c.last_used_at,
                 t.secret_keys.c.revoked_at,
+                t.secret_keys.c.scopes,
             )
             .join(t.applications, t.applications.c.id == t.secret_keys.c.application_id)
             .join(t.sources, t.sources.c.id == t.applications.c.source_id)

@@ -250,7 +250,9 @@ class CachedCatalogue:
             self._keys.put(generation, key_hash, record)
         return record
 
-    async def package(self, package_id: str) -> Package | None:
+    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:
+        if fresh:
+            return await self._reader.package(package_id)
         generation = self._generation
         package = self._packages.get(generation, package_id)
         if package is None:

@@ -129,8 +129,11 @@ class CatalogueReader(Protocol):
         """The live (not revoked) key with this hash, with its application."""
         ...
 
-    async def package(self, package_id: str) -> Package | None:
-        """The package with this identifier, online or not."""
+    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:
+        """The package with this identifier, online or not.
+
+        ``fresh``: as the database holds it now, never from a cache (after a write of this
+        worker, before the change has come back through the change feed)."""
         ...
 
     async def buyers(

@@ -27,7 +27,7 @@ class Row(Protocol):
 
 
 FIND_KEY = """
-SELECT k.id AS key_id, k.key_hash, k.last_used_at, a.id AS application_id, a.source_id,
+SELECT k.id AS key_id, k.key_hash, k.last_used_at, k.scopes, a.id AS application_id, a.source_id,
        a.name, a.shape, a.timezone
 FROM secret_keys AS k JOIN applications AS a ON a.id = k.application_id
 WHERE k.key_hash = ? AND k.revoked_at IS NULL
@@ -201,6 +201,7 @@ def key_record(row: Row) -> KeyRecord:
         key_hash=row["key_hash"],
         last_used_at=row["last_used_at"],
         application=application,
+        scopes=frozenset(row["scopes"].split()),
     )
 
 

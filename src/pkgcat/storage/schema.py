@@ -17,11 +17,13 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -146,6 +148,8 @@ secret_keys = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("last_used_at", BigInteger, nullable=True),
     Column("revoked_at", BigInteger, nullable=True),
+    # What the key may do, space-separated (migration 0007): every key reads; see domain.SCOPES.
+    Column("scopes", Text, nullable=False, server_default=text("'read'")),
 )
 
 purchases = Table(
@@ -406,3 +410,23 @@ store_events = Table(
     Column("applied_at", BigInteger, nullable=False),
 )
 """Payment platform events applied, recorded in the transaction that applied each (once)."""
+
+idempotency_records = Table(
+    "idempotency_records",
+    metadata,
+    Column(
+        "application_id",
+        Integer,
+        ForeignKey("applications.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("idempotency_key", String(255), primary_key=True),
+    Column("operation", String(64), nullable=False),
+    # The SHA-256 of what was sent: the same key with other bytes is refused.
+    Column("request_sha256", String(64), nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("expires_at", BigInteger, nullable=False, index=True),
+)
+"""The answer of each write sent with an ``Idempotency-Key``, until it expires (migration 0007)."""

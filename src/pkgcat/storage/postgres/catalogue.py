@@ -163,7 +163,7 @@ class PostgresCatalogue:
         row = await pool.fetchrow(_FIND_KEY, key_hash)
         return None if row is None else rows.key_record(row)
 
-    async def package(self, package_id: str) -> Package | None:
+    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:  # noqa: ARG002 - always read
         if "\x00" in package_id:  # PostgreSQL text cannot hold it: no package is named so
             return None
         pool = await self._database.pool()

@@ -75,7 +75,7 @@ class SqliteCatalogue:
         row = self._db.execute(rows.FIND_KEY, (key_hash,)).fetchone()
         return None if row is None else rows.key_record(row)
 
-    async def package(self, package_id: str) -> Package | None:
+    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:  # noqa: ARG002 - always read
         row = self._db.execute(rows.PACKAGE, (package_id,)).fetchone()
         return None if row is None else rows.package(row)
 

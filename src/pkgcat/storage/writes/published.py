@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.engine import Connection
@@ -83,23 +84,9 @@ def write_published(
     ``digests``: size, MD5, SHA-1, SHA-256 and SHA-512 of the file. Raises
     SQLAlchemy's ``IntegrityError`` when another publish took the same key first.
     """
-    size, md5sum, sha1, sha256, sha512 = digests
     with engine.begin() as db:
-        db.execute(
-            insert(t.deb_files).values(
-                sha256=sha256,
-                source_id=source_id,
-                package=record.package,
-                version=record.version,
-                architecture=record.architecture,
-                size=size,
-                md5sum=md5sum,
-                sha1=sha1,
-                sha512=sha512,
-                control=control,
-                stored_at=now,
-            )
-        )
+        key = (record.package, record.version, record.architecture)
+        _insert_file(db, FileRow(source_id, key, control, digests, now))
         _write_record(db, source_id, record, fingerprint(control), now)
         new = _show_best(db, source_id, record.package, preference, now)
         if source_id in outbox.listening(db, (source_id,)):
@@ -164,3 +151,71 @@ def _show_best(
         },
     )
     return row is None
+
+
+def source_name(engine: Engine, source_id: int) -> str | None:
+    """The name of the source with this id, or None when there is none (any more)."""
+    with engine.connect() as db:
+        return db.execute(select(t.sources.c.name).where(t.sources.c.id == source_id)).scalar()
+
+
+def imported_keys(engine: Engine, source_id: int) -> set[tuple[str, str, str]]:
+    """The (package, version, architecture) of every record the source holds."""
+    r = t.package_records
+    with engine.connect() as db:
+        found = db.execute(
+            select(r.c.package, r.c.version, r.c.architecture).where(r.c.source_id == source_id)
+        )
+        return {(row.package, row.version, row.architecture) for row in found}
+
+
+def stored_file(engine: Engine, package: str, version: str, architecture: str) -> str | None:
+    """The SHA-256 of the file held for this (package, version, architecture), if any."""
+    d = t.deb_files
+    with engine.connect() as db:
+        return db.execute(
+            select(d.c.sha256).where(
+                d.c.package == package, d.c.version == version, d.c.architecture == architecture
+            )
+        ).scalar()
+
+
+class FileRow(NamedTuple):
+    """A stored .deb's row of ``deb_files``."""
+
+    source_id: int
+    key: tuple[str, str, str]
+    """Its package, version and architecture."""
+    control: str
+    digests: tuple[int, str, str, str, str]
+    """Size, MD5, SHA-1, SHA-256 and SHA-512 of the file."""
+    now: int
+
+
+def write_mirrored(engine: Engine, row: FileRow) -> None:
+    """The file row of a .deb copied from an imported repository; its record is the import's.
+
+    Raises SQLAlchemy's ``IntegrityError`` when a file of the same key was stored meanwhile.
+    """
+    with engine.begin() as db:
+        _insert_file(db, row)
+
+
+def _insert_file(db: Connection, row: FileRow) -> None:
+    size, md5sum, sha1, sha256, sha512 = row.digests
+    package, version, architecture = row.key
+    db.execute(
+        insert(t.deb_files).values(
+            sha256=sha256,
+            source_id=row.source_id,
+            package=package,
+            version=version,
+            architecture=architecture,
+            size=size,
+            md5sum=md5sum,
+            sha1=sha1,
+            sha512=sha512,
+            control=row.control,
+            stored_at=row.now,
+        )
+    )

@@ -111,6 +111,11 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
         ("webhook_attempts", t.webhook_attempts, t.webhook_attempts.c.endpoint_id.in_(endpoints)),
         ("webhooks", t.webhook_endpoints, t.webhook_endpoints.c.source_id == source_id),
         ("webhook_events", t.webhook_events, t.webhook_events.c.source_id == source_id),
+        (
+            "idempotency_records",
+            t.idempotency_records,
+            t.idempotency_records.c.application_id.in_(apps),
+        ),
         ("usage_operations", t.usage_operations, t.usage_operations.c.application_id.in_(apps)),
         ("usage_days", t.usage_days, t.usage_days.c.application_id.in_(apps)),
         ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
@@ -132,6 +137,11 @@ def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElem
         ("webhook_attempts", t.webhook_attempts, t.webhook_attempts.c.endpoint_id.in_(endpoints)),
         ("webhooks", e, e.c.application_id == application_id),
         (
+            "idempotency_records",
+            t.idempotency_records,
+            t.idempotency_records.c.application_id == application_id,
+        ),
+        (
             "usage_operations",
             t.usage_operations,
             t.usage_operations.c.application_id == application_id,
@@ -148,6 +158,9 @@ _SOURCE_ORDER = (
     "buyer_devices", "package_records", "deb_files", "webhooks",
 )  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days", "webhooks")
+_KEPT_ANSWERS = "idempotency_records"
+"""Answers kept for retries: never named, and deleted with their application even without
+``cascade`` (a later application given the same id must not find them)."""
 
 
 def _remove(
@@ -166,8 +179,8 @@ def _remove(
             f"{what} has {found.describe()}; "
             "delete them with it by adding --cascade, or remove them first"
         )
-    if cascade:
-        for _, table, where in parts:
+    for kind, table, where in parts:
+        if cascade or kind == _KEPT_ANSWERS:
             db.execute(delete(table).where(where))
     db.execute(last)
     return found

@@ -1,0 +1,230 @@
+"""``POST /1.0/package/upload.json``: a .deb received, published, answered with its details.
+
+The body is read as it comes, into a temporary file, hashed on the way and
+refused as soon as it passes the size limit (a ``Content-Length`` over it is
+refused before a byte is read). Two bodies are taken: the .deb itself
+(``application/vnd.debian.binary-package``) and a multipart form whose part
+``file`` holds it (parsed by python-multipart as it streams). Nothing is stored
+until the whole file is here and :func:`~pkgcat.repository.publish.publish`
+has checked it; the temporary file goes in every case, so an interrupted or
+refused upload leaves nothing behind.
+
+With an ``Idempotency-Key`` header, the first answer is kept: the same key
+with the same file gets it again, without a second publish; with another file
+it is refused (code 2 naming the header).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+from zoneinfo import ZoneInfo
+
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.types import Receive
+
+from pkgcat import shapes
+from pkgcat.domain import Caller
+from pkgcat.errors import InvalidArgument
+from pkgcat.http.errors import envelope
+from pkgcat.http.operations import BY_NAME, DEB, FORM
+from pkgcat.repository.debs import Refused
+from pkgcat.repository.uploads import Uploads
+from pkgcat.services import CatalogueService
+from pkgcat.storage.blobs import BlobMismatch
+from pkgcat.storage.writes.idempotency import Kept
+
+OPERATION = BY_NAME["package/upload"]
+FORM_OVERHEAD = 64 * 1024
+"""What a multipart form may hold besides the file (boundaries, headers, other fields)."""
+_IDEMPOTENCY_KEY = re.compile(rb"[\x21-\x7e]{1,255}")
+"""Visible ASCII, 1 to 255 characters (Stripe's keys are at most 255)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """What an upload handler reads of its request besides the query: headers and body."""
+
+    headers: list[tuple[bytes, bytes]]
+    receive: Receive
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a header (lower-case ``name``), or None."""
+        for key, value in self.headers:
+            if key == name:
+                return bytes(value)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    path: Path
+    sha256: str
+    size: int
+
+
+def _too_large(size: int | str, limit: int) -> InvalidArgument:
+    return InvalidArgument("file", f"too large: {size} bytes, over the limit of {limit}")
+
+
+class _Sink:
+    """The file being received: written, hashed and measured as it comes."""
+
+    def __init__(self, file: BinaryIO, limit: int) -> None:
+        self._file = file
+        self._digest = hashlib.sha256()
+        self.size = 0
+        self.limit = limit
+        self.parts = 0
+
+    def write(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > self.limit:
+            raise _too_large(f"more than {self.limit}", self.limit)
+        self._digest.update(data)
+        self._file.write(data)
+
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
+
+
+class _FormFile:
+    """python-multipart's callbacks: the part named ``file`` goes to ``sink`` (one such part)."""
+
+    def __init__(self, sink: _Sink) -> None:
+        self.sink = sink
+        self.field = self.value = self.disposition = b""
+        self.on = False
+
+    def header_field(self, data: bytes, start: int, end: int) -> None:
+        self.field += data[start:end]
+
+    def header_value(self, data: bytes, start: int, end: int) -> None:
+        self.value += data[start:end]
+
+    def header_end(self) -> None:
+        if self.field.lower() == b"content-disposition":
+            self.disposition = self.value
+        self.field = self.value = b""
+
+    def headers_finished(self) -> None:
+        _, options = parse_options_header(self.disposition)
+        self.on = options.get(b"name") == b"file"
+        self.disposition = b""
+        if self.on:
+            self.sink.parts += 1
+            if self.sink.parts > 1:
+                raise InvalidArgument("file", "the form holds more than one part named file")
+
+    def part_data(self, data: bytes, start: int, end: int) -> None:
+        if self.on:
+            self.sink.write(data[start:end])
+
+    def parser(self, boundary: bytes) -> MultipartParser:
+        callbacks: dict[str, Callable[..., None]] = {
+            "on_header_field": self.header_field,
+            "on_header_value": self.header_value,
+            "on_header_end": self.header_end,
+            "on_headers_finished": self.headers_finished,
+            "on_part_data": self.part_data,
+        }
+        return MultipartParser(boundary, callbacks)  # type: ignore[arg-type]  # a TypedDict there
+
+
+async def receive_deb(incoming: Incoming, limit: int) -> Received:
+    """The .deb of the request, in a temporary file the caller deletes; code 2 when unfit."""
+    raw_type = incoming.header(b"content-type") or b""
+    media, options = parse_options_header(raw_type)
+    kind = media.decode("latin-1").lower()
+    if kind not in (DEB, FORM):
+        raise InvalidArgument(
+            "Content-Type", f"must be {DEB} (the .deb itself) or {FORM} with a part named file"
+        )
+    length = incoming.header(b"content-length")
+    budget = limit if kind == DEB else limit + FORM_OVERHEAD
+    if length is not None and length.isdigit() and int(length) > budget:
+        raise _too_large(int(length), limit)  # refused before a byte of it is read
+    parser = None
+    boundary = options.get(b"boundary") or b""
+    if kind == FORM and not boundary:
+        raise InvalidArgument("Content-Type", "a multipart form needs its boundary")
+    handle, name = tempfile.mkstemp(prefix="pkgcat-upload-", suffix=".deb")
+    path = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            sink = _Sink(file, limit)
+            if kind == FORM:
+                parser = _FormFile(sink).parser(boundary)
+            total = 0
+            while True:
+                message = await incoming.receive()
+                if message["type"] == "http.disconnect":
+                    raise InvalidArgument("file", "the upload was interrupted before its end")
+                chunk: bytes = message.get("body", b"")
+                total += len(chunk)
+                if total > budget:
+                    raise _too_large(f"more than {limit}", limit)
+                if parser is None:
+                    sink.write(chunk)
+                elif chunk:
+                    parser.write(chunk)
+                if not message.get("more_body", False):
+                    break
+            if parser is not None:
+                parser.finalize()
+                if sink.parts == 0:
+                    raise InvalidArgument("file", "the form has no part named file")
+        if sink.size == 0:
+            raise InvalidArgument("file", "empty: send the .deb as the body")
+        return Received(path, sink.sha256, sink.size)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+async def upload(
+    service: CatalogueService, uploads: Uploads, caller: Caller, incoming: Incoming
+) -> bytes:
+    """The handler: receive, (recall,) publish, answer with the details, (keep)."""
+    key = incoming.header(b"idempotency-key")
+    if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise InvalidArgument(
+            "Idempotency-Key", "must be 1 to 255 visible ASCII characters (no space)"
+        )
+    received = await receive_deb(incoming, uploads.max_bytes)
+    try:
+        application = caller.application.id
+        idempotency = None if key is None else key.decode("ascii")
+        if idempotency is not None:
+            kept = await uploads.recall(application, idempotency)
+            if kept is not None:
+                return _replayed(kept, received.sha256)
+        try:
+            published = await uploads.publish(received.path, caller.application.source_id)
+        except (Refused, BlobMismatch) as error:
+            raise InvalidArgument("file", str(error)) from None
+        package = await service.published_details(published.package)
+        body = envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
+        if idempotency is not None:
+            answer = Kept(OPERATION.name, received.sha256, 200, body)
+            return _replayed(await uploads.keep(application, idempotency, answer), received.sha256)
+        return body
+    finally:
+        received.path.unlink(missing_ok=True)
+
+
+def _replayed(kept: Kept, sha256: str) -> bytes:
+    """The kept answer, if it was for this operation and these bytes; else code 2."""
+    if kept.operation != OPERATION.name or kept.request_sha256 != sha256:
+        raise InvalidArgument(
+            "Idempotency-Key",
+            "already used with another request body; send a new key for a new upload",
+        )
+    return kept.body

@@ -1,0 +1,73 @@
+"""Uploads through the API: :func:`~pkgcat.repository.publish.publish` for a caller's source,
+and the answers kept for retries under an ``Idempotency-Key``.
+
+The request path of the server reads through its own drivers (see
+:mod:`pkgcat.storage.sqlite`, :mod:`pkgcat.storage.postgres`); an upload is
+rare and slow beside a read, so it writes as ``pkgcat publish`` does, through
+a SQLAlchemy engine that each worker opens at its first upload, in a thread.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+from sqlalchemy import Engine
+
+from pkgcat.config import Settings
+from pkgcat.ingest.versions import Preference
+from pkgcat.repository.debs import Refused
+from pkgcat.repository.publish import Published, publish
+from pkgcat.storage.blobs import BlobStore
+from pkgcat.storage.engine import engine_for
+from pkgcat.storage.writes.idempotency import Kept, keep, recall
+from pkgcat.storage.writes.published import source_name
+
+
+class Uploads:
+    """A worker's uploads: the blob store it shares with the served repository, an engine."""
+
+    def __init__(self, settings: Settings, blobs: BlobStore) -> None:
+        self.max_bytes = settings.publish_max_bytes
+        self.keep_seconds = settings.idempotency_seconds
+        self._url = settings.database_url
+        self._preference = Preference(settings.architecture_preference)
+        self._blobs = blobs
+        self._engine: Engine | None = None
+
+    def _db(self) -> Engine:
+        if self._engine is None:
+            self._engine = engine_for(self._url)
+        return self._engine
+
+    async def publish(self, path: Path, source_id: int) -> Published:
+        """Publish the .deb at ``path`` to the source; :class:`Refused` (nothing stored) when unfit."""
+        engine = self._db()
+        source = await anyio.to_thread.run_sync(source_name, engine, source_id)
+        if source is None:
+            raise Refused("the caller's source no longer exists")
+        return await publish(
+            engine,
+            self._blobs,
+            path,
+            source,
+            max_bytes=self.max_bytes,
+            preference=self._preference,
+        )
+
+    async def recall(self, application_id: int, key: str) -> Kept | None:
+        """The live answer kept for the application under ``key``, if any."""
+        now = int(time.time())
+        return await anyio.to_thread.run_sync(recall, self._db(), application_id, key, now)
+
+    async def keep(self, application_id: int, key: str, kept: Kept) -> Kept:
+        """Keep an answer for its retries; the answer kept (another request's, if it was first)."""
+        now = int(time.time())
+        return await anyio.to_thread.run_sync(
+            lambda: keep(self._db(), application_id, key, kept, now=now, ttl=self.keep_seconds)
+        )
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
