@@ -12,7 +12,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test test-fast lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup lock run test test-fast bench-store lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -97,6 +97,9 @@ bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue,
 
 bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
 	$(BIN)/python -m bench.flame
+
+bench-store: $(STAMP) ## the store's refusals (forged tokens, reused URLs...) against its normal answers (~30 s)
+	$(BIN)/python -m bench.store
 
 soak: $(BENCH_STAMP) wrk ## 300,000 mixed requests on one worker; memory, open files and WAL into docs/soak.* (~2 minutes)
 	$(BIN)/python -m bench.soak --out docs/soak
