@@ -44,7 +44,7 @@ from pkgcat.config import Settings
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.migrate import upgrade
 
-PASSPHRASE = "a bench passphrase, long enough"
+PASSPHRASE = "a bench passphrase, long enough"  # noqa: S105 - seals a throwaway database
 STORE = "http://testserver/store/"
 GOAL = 1.10
 
