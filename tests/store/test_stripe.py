@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from sqlalchemy import text
 from pkgcat.config import Settings
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
+from tests.repository.test_served import stanzas
 from tests.store.conftest import Mailbox, store_settings
 from tests.store.sileo import Sileo
 from tests.store.stripe_double import StripeDouble, event, signed, stripe_double
@@ -105,7 +107,18 @@ def test_a_purchase_opens_checkout_and_completes_only_by_a_signed_event_applied_
     assert applied == [True] + [False] * 9
     assert _ledger(database_url, "stripe@example.test") == [("Completed", "pi_test_1")]
     assert device.package_info("com.alpha.paid").json()["purchased"] is True
-    assert device.authorize_download("com.alpha.paid", "2.0", BASE).status_code == 200
+    authorized = device.authorize_download("com.alpha.paid", "2.0", BASE)
+    assert authorized.status_code == 200, authorized.text
+    path = "/" + authorized.json()["url"].split("/", 3)[3]
+    download = shop.http.get(path)
+    assert download.status_code == 200
+    # What apt checks: the bytes are the ones the signed index lists for this package.
+    [listed] = [
+        s
+        for s in stanzas(shop.http.get("/repo/Packages").content)
+        if s["Package"] == "com.alpha.paid"
+    ]
+    assert hashlib.sha256(download.content).hexdigest() == listed["SHA256"]
 
     refunded = event(
         "charge.refunded",
