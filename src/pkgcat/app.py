@@ -7,6 +7,7 @@ Nothing is built at import time. ``pkgcat serve`` hands
 from __future__ import annotations
 
 import gc
+from datetime import UTC
 
 from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
@@ -15,6 +16,7 @@ from pkgcat.http.repository import RepositoryApp
 from pkgcat.http.routes import ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.served import ServedRepository
 from pkgcat.services import CatalogueService, Clock, utc_now
 from pkgcat.storage.backends import database_unavailable, open_blobs, open_storage
@@ -47,6 +49,11 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     )
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
+
+    async def count_download(entry: PoolEntry) -> None:
+        # Counted on the UTC day: a device tells no time zone.
+        await storage.usage.record_download(entry.package, clock().astimezone(UTC).date())
+
     access_log = access_log_for(settings)
 
     async def close() -> None:
@@ -61,7 +68,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         ready=storage.readiness,
         throttle=throttle,
         metrics=metrics,
-        repository=RepositoryApp(served),
+        repository=RepositoryApp(served, count_download),
     )
     return ApiApp(
         service,

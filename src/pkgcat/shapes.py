@@ -22,6 +22,7 @@ from pkgcat.domain import (
     BuyersPage,
     BuyersWalk,
     Check,
+    DownloadsReport,
     Package,
     PackagesPage,
     Purchase,
@@ -233,6 +234,22 @@ def _total(total: SalesTotal) -> dict[str, Any]:
         "net": _amount(total.gross - total.commission),
         "refunds": total.refunds,
         "refunded": _amount(total.refunded),
+    }
+
+
+def _day(day: date, shape: Shape) -> str:
+    return day.isoformat() if shape == "A" else day.strftime("%d-%m-%Y")
+
+
+def downloads_body(report: DownloadsReport, shape: Shape) -> dict[str, Any]:
+    """A package's downloads per UTC day, oldest first, and their total (npm's range shape)."""
+    days = report.days
+    return {
+        "package": report.package,
+        "start": _day(days[0].day, shape),
+        "end": _day(days[-1].day, shape),
+        "total": report.total,
+        "downloads": [{"day": _day(d.day, shape), "downloads": d.requests} for d in days],
     }
 
 

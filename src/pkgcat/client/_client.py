@@ -36,6 +36,7 @@ from pkgcat.client._models import (
     Buyer,
     BuyersCursorPage,
     BuyersPage,
+    Downloads,
     Ownership,
     Package,
     PackagesPage,
@@ -49,6 +50,7 @@ from pkgcat.client._shapes import (
     read_buyers_any,
     read_buyers_cursor_page,
     read_buyers_page,
+    read_downloads,
     read_ownership,
     read_package,
     read_packages_page,
@@ -88,6 +90,7 @@ _BUYERS = "/1.0/package/buyers.json"
 _PACKAGES = "/1.0/source/packages.json"
 _CHECK = "/1.0/package/check.json"
 _SALES = "/1.0/source/sales.json"
+_DOWNLOADS = "/1.0/package/downloads.json"
 
 # Failures where the request may not have reached the server, or its answer was lost.
 # An unsupported scheme or a broken proxy setting will not fix itself: those are not retried.
@@ -248,6 +251,12 @@ class _Core:
             package=package_id, nickname=nickname, account=account, udid=udid, model=model
         )
         return self._exchange(_CHECK, params, read_ownership)
+
+    def downloads(
+        self, package_id: str, days: int | None, start: date | None, end: date | None
+    ) -> _Exchange[Downloads]:
+        params = _given(package=package_id, days=days, start=start, end=end)
+        return self._exchange(_DOWNLOADS, params, read_downloads)
 
     def sales(
         self,
@@ -474,6 +483,20 @@ class Client:
         """One page of the sales ledger, newest first, with the totals of the whole range."""
         return self._run(self._core.sales(start, end, package_id, status, limit, cursor))
 
+    def downloads(
+        self,
+        package_id: str,
+        days: int | None = None,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> Downloads:
+        """Whole downloads of one of the caller's packages per UTC day, and their total.
+
+        The last ``days`` days and today (30 when nothing is given), or ``start`` to ``end``.
+        """
+        return self._run(self._core.downloads(package_id, days, start, end))
+
     def sales_pages(
         self,
         *,
@@ -669,6 +692,17 @@ class AsyncClient:
     ) -> SalesPage:
         """One page of the sales ledger, newest first, with the totals of the whole range."""
         return await self._run(self._core.sales(start, end, package_id, status, limit, cursor))
+
+    async def downloads(
+        self,
+        package_id: str,
+        days: int | None = None,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> Downloads:
+        """Whole downloads of one of the caller's packages per UTC day, and their total."""
+        return await self._run(self._core.downloads(package_id, days, start, end))
 
     def sales_pages(
         self,

@@ -11,24 +11,24 @@ source's packages): ``Packages[.gz|.xz|.bz2|.zst]``, ``Release``, ``InRelease``,
 ``pool/ab/DIGEST/NAME.deb``.
 
 A .deb of a free package is served to anyone, with Range requests (apt
-resumes); on the directory store by the server itself from the file
-(``http.response.pathsend`` where the server offers it). A paid package's file
-needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on use:
-402 without one, 403 for one that is not this server's for this file, 410
-once expired or used. Each whole file sent is reported to ``on_download``.
+resumes); a whole file on the directory store by the server itself from the
+file (``http.response.pathsend`` where the server offers it). A paid package's
+file needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on
+use: 402 without one, 403 for one that is not this server's for this file, 410
+once expired or used. Each whole download is reported to ``on_download``
+(counted per package and day), before its last byte goes out.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from email.utils import format_datetime, parsedate_to_datetime
 from importlib.resources import files
 from urllib.parse import parse_qsl, unquote
 
-from starlette.responses import FileResponse
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from pkgcat.http.asgi import matches
 from pkgcat.repository.grants import GrantRefused
@@ -45,12 +45,13 @@ INDEX_CACHE = "public, max-age=0, must-revalidate"
 IMMUTABLE = "public, max-age=31536000, immutable"
 """By-hash indexes and free .debs: the same path always names the same bytes."""
 
-DownloadHook = Callable[[PoolEntry], None]
-"""Told of each whole .deb file sent (not of partial ranges or HEAD requests)."""
+DownloadHook = Callable[[PoolEntry], Awaitable[None]]
+"""Told of each whole download (see :meth:`RepositoryApp._deb`), awaited before it completes;
+raises when the download could not be counted."""
 
 
-def ignore_download(_entry: PoolEntry) -> None:
-    """The download hook until downloads are counted: nothing is recorded yet."""
+async def ignore_download(_entry: PoolEntry) -> None:
+    """A hook that records nothing (a repository served without counting)."""
 
 
 def _icon() -> bytes:
@@ -68,7 +69,7 @@ class RepositoryApp:
         icon = _icon()
         self._icon = (icon, entity_tag(icon))
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, _receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
         method = scope["method"]
         if method not in ("GET", "HEAD"):
@@ -122,7 +123,7 @@ class RepositoryApp:
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
-        await self._deb(scope, receive, send, entry, headers)
+        await self._deb(scope, send, entry, headers)
 
     async def _authorize(self, path: str, query: dict[str, str]) -> tuple[int, str] | None:
         """None when a paid file may be sent, else (status, reason)."""
@@ -147,46 +148,22 @@ class RepositoryApp:
     async def _deb(
         self,
         scope: Scope,
-        receive: Receive,
         send: Send,
         entry: PoolEntry,
         headers: dict[bytes, bytes],
     ) -> None:
+        """The file, whole or one byte range; a whole download reported before it is complete.
+
+        A whole download is a GET answered 200, or a range that ends at the
+        file's last byte (where a resumed download ends). Its count is
+        committed once every byte but the last has been handed to the server,
+        and only then is the last byte sent: a client never holds the whole file
+        while its count could still be lost, and a send that failed before is
+        never counted. The one exception is the zero-copy send of a whole file
+        on the directory store, handed to the server in one message and counted
+        right after it.
+        """
         cache = "private, no-store" if entry.paid else IMMUTABLE
-        counted = self._counting(send, entry) if scope["method"] == "GET" else send
-        local = self.served.blobs.local_path(entry.sha256)
-        if local is not None:
-            response = FileResponse(
-                local,
-                media_type=DEB,
-                headers={"cache-control": cache, "etag": f'"{entry.sha256}"'},
-            )
-            await response(scope, receive, counted)
-            return
-        await self._stream(scope, counted, entry, headers, cache)
-
-    def _counting(self, send: Send, entry: PoolEntry) -> Send:
-        """``send``, telling the download hook once a whole file (status 200) has gone out."""
-        status = 0
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            await send(message)
-            kind = message["type"]
-            if kind == "http.response.start":
-                status = message["status"]
-            elif status == 200 and (
-                kind == "http.response.pathsend"
-                or (kind == "http.response.body" and not message.get("more_body", False))
-            ):
-                self.on_download(entry)
-
-        return sending
-
-    async def _stream(
-        self, scope: Scope, send: Send, entry: PoolEntry, headers: dict[bytes, bytes], cache: str
-    ) -> None:
-        """A file of the object store, whole or one byte range, streamed through."""
         size = entry.size
         start, end, status = 0, size, 200
         wanted = headers.get(b"range")
@@ -211,13 +188,29 @@ class RepositoryApp:
         ]
         if status == 206:
             out.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
+        head = scope["method"] == "HEAD"
+        local = None if head or status != 200 else self.served.blobs.local_path(entry.sha256)
+        if local is not None and "http.response.pathsend" in scope.get("extensions", {}):
+            await send({"type": "http.response.start", "status": 200, "headers": out})
+            await send({"type": "http.response.pathsend", "path": str(local)})
+            await self.on_download(entry)
+            return
         await send({"type": "http.response.start", "status": status, "headers": out})
-        if scope["method"] == "HEAD":
+        if head:
             await send({"type": "http.response.body", "body": b""})
             return
+        held = b""
         async for chunk in self.served.blobs.read(entry.sha256, start, end):
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+            if held:
+                await send({"type": "http.response.body", "body": held, "more_body": True})
+            held = chunk
+        if end == size and held:
+            # Every byte but the last has gone out: count, then complete the file. A
+            # failed commit ends the response short, so the client asks again.
+            await send({"type": "http.response.body", "body": held[:-1], "more_body": True})
+            await self.on_download(entry)
+            held = held[-1:]
+        await send({"type": "http.response.body", "body": held})
 
 
 _EPOCH = parsedate_to_datetime("Thu, 01 Jan 1970 00:00:00 GMT")

@@ -112,6 +112,19 @@ DO UPDATE SET count = usage_operations.count + excluded.count
 """
 
 
+# Parameters: package, day, count: a batch's whole downloads of one package on one UTC day.
+INCREMENT_DOWNLOADS = """
+INSERT INTO download_days (package, day, count) VALUES (?, ?, ?)
+ON CONFLICT (package, day) DO UPDATE SET count = download_days.count + excluded.count
+"""
+
+DOWNLOADS = """
+SELECT day, count FROM download_days WHERE package = ? AND day >= ? AND day <= ?
+"""
+
+DOWNLOADS_TOTAL = "SELECT COALESCE(SUM(count), 0) AS total FROM download_days WHERE package = ?"
+
+
 def operations_by_day(found: Iterable[Row]) -> dict[date, dict[str, int]]:
     """``USAGE_OPERATIONS``' rows as each day's counts by operation."""
     days: dict[date, dict[str, int]] = {}

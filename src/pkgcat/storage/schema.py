@@ -286,3 +286,12 @@ download_grants = Table(
     Column("expires_at", BigInteger, nullable=False, index=True),
 )
 """Signed download URLs already used: each is honoured once, on every worker and host."""
+
+download_days = Table(
+    "download_days",
+    metadata,
+    Column("package", String(255), primary_key=True),
+    Column("day", String(10), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
+"""Whole .deb files served, per package identifier and UTC day (migration 0008)."""

@@ -13,6 +13,13 @@ A count of an application deleted while its request was under way (``pkgcat
 app delete`` or ``source delete --cascade`` on a serving database) is dropped
 with the application; the batch's other counts land.
 
+Whole downloads of the served repository (:meth:`PostgresCounter.record_download`)
+join the batch too, a third INSERT of the same statement into ``download_days``
+(one row per package and UTC day, in that order). Each worker keeps the
+counted total of the packages details asked for, and drops them all when the
+``pkgcat_downloads`` notification of a commit arrives (migration 0008), or
+while it is not listening.
+
 The same statement adds the batch's counts by operation to
 ``usage_operations`` (a second INSERT in a WITH clause, one row per
 application, day and operation, with the same join): they commit with the
@@ -63,6 +70,12 @@ WITH counted AS (
     FOR KEY SHARE OF a
     ON CONFLICT (application_id, day, operation)
     DO UPDATE SET count = usage_operations.count + excluded.count
+), downloaded AS (
+    INSERT INTO download_days (package, day, count)
+    SELECT d.package, d.day, d.count
+    FROM unnest($8::text[], $9::text[], $10::bigint[]) AS d(package, day, count)
+    ORDER BY d.package, d.day
+    ON CONFLICT (package, day) DO UPDATE SET count = download_days.count + excluded.count
 )
 SELECT application_id, day, count FROM counted
 """
@@ -76,20 +89,36 @@ WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
 """
 _USAGE = rows.numbered(rows.USAGE)
 _USAGE_OPERATIONS = rows.numbered(rows.USAGE_OPERATIONS)
+_DOWNLOADS = rows.numbered(rows.DOWNLOADS)
+_DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
+_LANDED = Counted(1, -1)
+"""What a download's waiter gets once its batch has landed."""
+DOWNLOADS_CHANNEL = "pkgcat_downloads"
+"""Notified (migration 0008) by every commit that changes ``download_days``."""
 
 
 class PostgresCounter:
     """:class:`~pkgcat.storage.interfaces.UsageCounter` on PostgreSQL; one per event loop."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(
+        self, database: PostgresDatabase, *, told: Callable[[], bool] | None = None
+    ) -> None:
+        """``told``: whether this worker is listening for ``pkgcat_downloads`` now (then
+        :meth:`forget_downloads` is called on each notification); without it no total is kept."""
         self._database = database
+        self._told = told
         self._last_used = LastUsed()
         self._counts: dict[tuple[int, str], int] = {}
         self._operations: dict[tuple[int, str, str], int] = {}
         self._touches: dict[int, int] = {}
-        # Each waiting request's future and the (application, day) of its count,
-        # resolved with that day's count by the batch that carries it.
-        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]] = []
+        self._downloads: dict[tuple[str, str], int] = {}
+        # package -> counted downloads, while notifications say nothing changed
+        self._totals: dict[str, int] = {}
+        self._forgotten = 0
+        """How many times the totals were dropped: a read that saw it move keeps nothing."""
+        # Each waiting request's future and the (application, day) of its count (None
+        # for a download), resolved with that day's count by the batch that carries it.
+        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, str] | None]] = []
         self._in_flight: asyncio.Task[None] | None = None
         self._flying = 0
         self.on_flush: Callable[[float], None] | None = None
@@ -114,15 +143,40 @@ class PostgresCounter:
         )
         return rows.operations_by_day(found)
 
-    async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
-    ) -> Counted:
-        key = (application_id, day.isoformat())
-        self._counts[key] = self._counts.get(key, 0) + 1
-        split = (*key, operation)
-        self._operations[split] = self._operations.get(split, 0) + 1
-        if self._last_used.due(key_id, when):
-            self._touches[key_id] = when
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        pool = await self._database.pool()
+        found = await pool.fetch(_DOWNLOADS, package, first.isoformat(), last.isoformat())
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
+    async def downloads_total(self, package: str) -> int:
+        known = self._totals.get(package)
+        if known is not None:
+            return known
+        listening = self._told is not None and self._told()
+        before = self._forgotten
+        pool = await self._database.pool()
+        total = int(await pool.fetchval(_DOWNLOADS_TOTAL, package))
+        # Kept only if the listener was up before the read and told of no change during it.
+        if listening and before == self._forgotten:
+            if len(self._totals) >= 10_000:
+                self._totals.clear()
+            self._totals[package] = total
+        return total
+
+    def forget_downloads(self) -> None:
+        """Some worker committed downloads (or notifications may have been missed)."""
+        self._forgotten += 1
+        self._totals.clear()
+
+    async def record_download(self, package: str, day: date) -> None:
+        key = (package, day.isoformat())
+        self._downloads[key] = self._downloads.get(key, 0) + 1
+        try:
+            await self._wait(None)
+        finally:
+            self.forget_downloads()  # not waiting for our own notification
+
+    async def _wait(self, key: tuple[int, str] | None) -> Counted:
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[Counted] = loop.create_future()
         self._waiters.append((waiter, key))
@@ -132,28 +186,42 @@ class PostgresCounter:
         # A caller going away cancels only its own future: the batch goes on for the others.
         return await waiter
 
+    async def record(
+        self, application_id: int, day: date, key_id: int, when: int, operation: str
+    ) -> Counted:
+        key = (application_id, day.isoformat())
+        self._counts[key] = self._counts.get(key, 0) + 1
+        split = (*key, operation)
+        self._operations[split] = self._operations.get(split, 0) + 1
+        if self._last_used.due(key_id, when):
+            self._touches[key_id] = when
+        return await self._wait(key)
+
     def _send(self) -> None:
         if not self._waiters or self._in_flight is not None:
             return
         counts, operations = self._counts, self._operations
-        touches, waiters = self._touches, self._waiters
+        touches, waiters, downloads = self._touches, self._waiters, self._downloads
         self._counts, self._operations, self._touches, self._waiters = {}, {}, {}, []
+        self._downloads = {}
         self._flying = len(waiters)
         self._in_flight = asyncio.get_running_loop().create_task(
-            self._commit(waiters, counts, operations, touches)
+            self._commit(waiters, counts, operations, touches, downloads)
         )
 
     async def _commit(
         self,
-        waiters: list[tuple[asyncio.Future[Counted], tuple[int, str]]],
+        waiters: list[tuple[asyncio.Future[Counted], tuple[int, str] | None]],
         counts: dict[tuple[int, str], int],
         operations: dict[tuple[int, str, str], int],
         touches: dict[int, int],
+        downloads: dict[tuple[str, str], int],
     ) -> None:
         started = time.perf_counter()
         try:
             ordered = sorted(counts.items())
             split = sorted(operations.items())
+            fetched = sorted(downloads.items())
             key_ids = sorted(touches)
             pool = await self._database.pool()
             found = await pool.fetch(
@@ -165,6 +233,9 @@ class PostgresCounter:
                 [d for (_, d, _), _ in split],
                 [o for (_, _, o), _ in split],
                 [n for _, n in split],
+                [p for (p, _), _ in fetched],
+                [d for (_, d), _ in fetched],
+                [n for _, n in fetched],
             )
             if key_ids:
                 await pool.execute(_TOUCH, key_ids, [touches[k] for k in key_ids])
@@ -179,7 +250,9 @@ class PostgresCounter:
             totals = {(row["application_id"], row["day"]): int(row["count"]) for row in found}
             for waiter, counted in waiters:
                 if not waiter.done():  # cancelled when its request went away
-                    waiter.set_result(Counted(totals.get(counted, 0), -1))
+                    waiter.set_result(
+                        _LANDED if counted is None else Counted(totals.get(counted, 0), -1)
+                    )
         finally:
             self._in_flight, self._flying = None, 0
             if self.on_flush is not None:

@@ -10,6 +10,11 @@ blocking the loop, for up to ``busy_budget`` seconds; then the waiting
 requests fail (code 15). Every worker commits to the same file, so
 :meth:`~SqliteCounter.usage` read by any worker includes every worker's counts.
 
+The same transaction adds the batch's whole downloads of the served repository
+to ``download_days`` (:meth:`SqliteCounter.record_download`, one row per
+package and UTC day), under the same rules: the download's caller resumes once
+they are committed.
+
 The same transaction adds the batch's counts by operation to
 ``usage_operations``: one row per (application, day, operation) of the batch,
 in one ``executemany``, and only for the counts that landed in ``usage_days``.
@@ -55,6 +60,8 @@ log = logging.getLogger("pkgcat.storage")
 
 _DROPPED = Counted(0, -1)
 """A count the commit dropped: its key or application had gone."""
+_LANDED = Counted(1, -1)
+"""What a download's waiter gets once its commit has landed."""
 
 CHECKPOINT_INTERVAL = 1.0
 """Seconds between two WAL checkpoints started by the server (each on its own thread)."""
@@ -91,9 +98,11 @@ class SqliteCounter:
         # (application, key, day, operation) -> requests of the batch
         self._operations: dict[tuple[int, int, str, str], int] = {}
         self._touches: dict[int, int] = {}
-        # Each waiting request's future and the (application, key, day) of its count,
-        # resolved by the commit that carries it.
-        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str]]] = []
+        # (package, UTC day) -> whole downloads of the batch
+        self._downloads: dict[tuple[str, str], int] = {}
+        # Each waiting request's future and the (application, key, day) of its count
+        # (None for a download), resolved by the commit that carries it.
+        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str] | None]] = []
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -123,21 +132,34 @@ class SqliteCounter:
         ).fetchall()
         return rows.operations_by_day(found)
 
-    async def record(
-        self, application_id: int, day: date, key_id: int, when: int, operation: str
-    ) -> Counted:
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        found = self._database.db.execute(
+            rows.DOWNLOADS, (package, first.isoformat(), last.isoformat())
+        ).fetchall()
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
+    async def downloads_total(self, package: str) -> int:
+        # One indexed read on the loop's thread (microseconds): every worker's commits
+        # are in the file, so nothing needs telling.
+        return int(self._database.db.execute(rows.DOWNLOADS_TOTAL, (package,)).fetchone()[0])
+
+    async def record_download(self, package: str, day: date) -> None:
+        loop = self._own_loop()
+        key = (package, day.isoformat())
+        self._downloads[key] = self._downloads.get(key, 0) + 1
+        await self._wait(loop, None)
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             if self._loop is not None:
                 raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
             self._loop = loop
-        iso_day = day.isoformat()
-        key = (application_id, key_id, iso_day)
-        self._counts[key] = self._counts.get(key, 0) + 1
-        split = (*key, operation)
-        self._operations[split] = self._operations.get(split, 0) + 1
-        if self._last_used.due(key_id, when):
-            self._touches[key_id] = when
+        return loop
+
+    async def _wait(
+        self, loop: asyncio.AbstractEventLoop, key: tuple[int, int, str] | None
+    ) -> Counted:
         waiter: asyncio.Future[Counted] = loop.create_future()
         self._waiters.append((waiter, key))
         if len(self._waiters) == 1:  # the first of a batch: no commit is scheduled yet
@@ -145,6 +167,19 @@ class SqliteCounter:
             loop.call_soon(self._commit)
         # A caller going away cancels only its own future: the commit goes on for the others.
         return await waiter
+
+    async def record(
+        self, application_id: int, day: date, key_id: int, when: int, operation: str
+    ) -> Counted:
+        loop = self._own_loop()
+        iso_day = day.isoformat()
+        key = (application_id, key_id, iso_day)
+        self._counts[key] = self._counts.get(key, 0) + 1
+        split = (*key, operation)
+        self._operations[split] = self._operations.get(split, 0) + 1
+        if self._last_used.due(key_id, when):
+            self._touches[key_id] = when
+        return await self._wait(loop, key)
 
     def _commit(self) -> None:
         """Commit every pending count and last-used time in one transaction."""
@@ -163,6 +198,9 @@ class SqliteCounter:
                         live.add((a, k, d))
                 db.executemany(rows.INCREMENT_OPERATION, self._split(live))
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
+                db.executemany(
+                    rows.INCREMENT_DOWNLOADS, [(p, d, n) for (p, d), n in self._downloads.items()]
+                )
                 generation = read_generation(db)
                 db.execute("COMMIT")
             finally:
@@ -218,10 +256,11 @@ class SqliteCounter:
         self._counts = {}
         self._operations = {}
         self._touches = {}
+        self._downloads = {}
         for waiter, key in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
-                    waiter.set_result(counted.get(key, _DROPPED))
+                    waiter.set_result(_LANDED if key is None else counted.get(key, _DROPPED))
                 else:
                     waiter.set_exception(error)
         if error is None:
