@@ -50,9 +50,10 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
 
-    async def count_download(entry: PoolEntry) -> None:
+    async def count_download(entry: PoolEntry, count: int) -> None:
         # Counted on the UTC day: a device tells no time zone.
-        await storage.usage.record_download(entry.package, clock().astimezone(UTC).date())
+        day = clock().astimezone(UTC).date()
+        await storage.usage.record_download(entry.package, day, count)
 
     access_log = access_log_for(settings)
 
@@ -68,7 +69,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         ready=storage.readiness,
         throttle=throttle,
         metrics=metrics,
-        repository=RepositoryApp(served, count_download),
+        repository=RepositoryApp(served, count_download, zero_copy=settings.download_zero_copy),
     )
     return ApiApp(
         service,

@@ -254,6 +254,10 @@ class Settings(BaseSettings):
         le=3600,
         description="Lifetime of a signed, single-use download URL of a paid package, in seconds.",
     )
+    download_zero_copy: bool = Field(
+        default=False,
+        description="Send whole .deb files of the directory store from disk in one message (faster); a download its client cuts short is then counted too.",
+    )
 
     @field_validator("shape", mode="before")
     @classmethod

@@ -7,17 +7,36 @@ with the directory store and S3; the counts are then read back through the API
 
 from __future__ import annotations
 
+import os
+import secrets
+import signal
+import socket
+import struct
+import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+from sqlalchemy import text
 
 from pkgcat.repository.grants import Grants
 from pkgcat.repository.keys import download_key
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
+from tests.debs import build_deb
 from tests.repository.conftest import Publisher
 from tests.repository.test_served import PASSPHRASE, _filenames, fetch, publish_alpha
+from tests.servers import (
+    PKGCAT,
+    children,
+    environment,
+    kill_marked,
+    poll,
+    running,
+    seed,
+    serving,
+)
 
 DOWNLOADS = "/1.0/package/downloads.json"
 DETAILS = "/1.0/package/details.json"
@@ -118,3 +137,110 @@ def test_the_downloads_of_a_package_are_its_own_sources_and_shaped(
     assert both.json()["response"].startswith("days")
     unknown = api.get(DOWNLOADS, api.keys["alpha-a"], package="no.such.package")
     assert unknown.json()["code"] == 8
+
+
+def _serve_one_file(tmp_path: Path, database_url: str, size: int) -> tuple[dict[str, str], Path]:
+    """A demo catalogue with one free .deb of about ``size`` bytes published, directory store."""
+    env = environment(database_url, blob_dir=str(tmp_path / "blobs"))
+    source = seed(env)[0]["source"]
+    deb = build_deb(tmp_path, "com.example.counted", "1.0", payload=secrets.token_hex(size))
+    published = subprocess.run(
+        [PKGCAT, "publish", str(deb), "--source", source],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert published.returncode == 0, published.stderr
+    return env, deb
+
+
+def _pool_path(base: str) -> str:
+    packages = httpx.get(f"{base}/repo/Packages", timeout=10).text
+    (filename,) = (
+        line.removeprefix("Filename: ")
+        for line in packages.splitlines()
+        if line.startswith("Filename: ")
+    )
+    return f"/repo/{filename}"
+
+
+WAYS = {"whole": 0, "resumed": 1000}
+"""How a download ends: a whole file (200), or a range to the file's end (206), both
+streamed with their last byte held back until the count is committed."""
+
+
+@pytest.mark.parametrize("way", [*sorted(WAYS), "zero-copy"])
+def test_no_download_is_lost_when_its_worker_is_killed_right_after(
+    tmp_path: Path, database_url: str, way: str
+) -> None:
+    """Downloads answered, the last one's worker killed (SIGKILL) as soon as it is
+    received: every one is counted."""
+    env, deb = _serve_one_file(tmp_path, database_url, 100_000)
+    if way == "zero-copy":  # sent from disk in one message, counted before it goes
+        env["PKGCAT_DOWNLOAD_ZERO_COPY"] = "true"
+    data, start = deb.read_bytes(), WAYS.get(way, 0)
+    try:
+        with serving(env, tmp_path / "server.log") as served:
+            path = _pool_path(served.base)
+            (worker,) = children(served.process.pid)
+            headers = {"Range": f"bytes={start}-"} if start else {}
+            with httpx.Client(base_url=served.base, headers=headers, timeout=10) as client:
+                for _ in range(3):
+                    assert client.get(path).content == data[start:]
+            os.kill(worker.pid, signal.SIGKILL)
+            poll(lambda: None if running(worker) else True, "the killed worker exits")
+        assert _downloads_of(database_url, "com.example.counted") == 3
+    finally:
+        kill_marked(database_url)
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+def test_a_download_cut_short_by_its_client_is_not_counted(
+    tmp_path: Path, database_url: str, way: str
+) -> None:
+    """A client that reads a little of a large file and goes away (a reset): not counted;
+    the whole download after it is, once."""
+    env, deb = _serve_one_file(tmp_path, database_url, 6_000_000)
+    data, start = deb.read_bytes(), WAYS[way]
+    try:
+        with serving(env, tmp_path / "server.log") as served:
+            path = _pool_path(served.base)
+            with socket.socket() as cut:
+                # A small window: the server cannot hand the whole file to the kernel.
+                cut.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                cut.connect(("127.0.0.1", served.port))
+                ranged = f"Range: bytes={start}-\r\n" if start else ""
+                cut.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{ranged}\r\n".encode())
+                assert cut.recv(4096).startswith(b"HTTP/1.1 20")
+                # Closed with a reset (linger 0), as a device that lost its network.
+                cut.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            assert httpx.get(served.base + path, timeout=30).content == data
+            poll(
+                lambda: _downloads_of(database_url, "com.example.counted") or None,
+                "the whole download counted",
+            )
+        # The server has stopped, every request finished: the cut one is not counted.
+        assert _downloads_of(database_url, "com.example.counted") == 1
+    finally:
+        kill_marked(database_url)
+
+
+def _ready(base: str) -> bool | None:
+    try:
+        return True if httpx.get(f"{base}/readyz", timeout=1).status_code == 200 else None
+    except httpx.TransportError:
+        return None
+
+
+def _downloads_of(database_url: str, package: str) -> int:
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            found = db.execute(
+                text("SELECT coalesce(sum(count), 0) FROM download_days WHERE package = :p"),
+                {"p": package},
+            )
+            return int(found.scalar_one())
+    finally:
+        engine.dispose()

@@ -323,8 +323,8 @@ def store_api(
     reports: list[str] = []
     repository = _repository_app(api)
 
-    async def report(entry: PoolEntry) -> None:
-        reports.append(entry.package)
+    async def report(entry: PoolEntry, count: int) -> None:
+        reports.extend([entry.package] * count)
 
     repository.on_download = report
     return api, files, reports

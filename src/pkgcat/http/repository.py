@@ -21,11 +21,14 @@ once expired or used. Each whole download is reported to ``on_download``
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from email.utils import format_datetime, parsedate_to_datetime
 from importlib.resources import files
+from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
 from starlette.types import Receive, Scope, Send
@@ -45,12 +48,13 @@ INDEX_CACHE = "public, max-age=0, must-revalidate"
 IMMUTABLE = "public, max-age=31536000, immutable"
 """By-hash indexes and free .debs: the same path always names the same bytes."""
 
-DownloadHook = Callable[[PoolEntry], Awaitable[None]]
-"""Told of each whole download (see :meth:`RepositoryApp._deb`), awaited before it completes;
-raises when the download could not be counted."""
+DownloadHook = Callable[[PoolEntry, int], Awaitable[None]]
+"""Told of each whole download (see :meth:`RepositoryApp._deb`) with 1, awaited before it
+completes, and with -1 when a file counted before it went out failed to go; raises when
+the download could not be counted."""
 
 
-async def ignore_download(_entry: PoolEntry) -> None:
+async def ignore_download(_entry: PoolEntry, _count: int) -> None:
     """A hook that records nothing (a repository served without counting)."""
 
 
@@ -62,14 +66,21 @@ class RepositoryApp:
     """ASGI app of the repository; mounted at ``/repo``."""
 
     def __init__(
-        self, served: ServedRepository, on_download: DownloadHook = ignore_download
+        self,
+        served: ServedRepository,
+        on_download: DownloadHook = ignore_download,
+        *,
+        zero_copy: bool = False,
     ) -> None:
+        """``zero_copy``: send whole files of the directory store from disk in one message,
+        counted before they go (:meth:`_send_file`)."""
         self.served = served
         self.on_download = on_download
+        self.zero_copy = zero_copy
         icon = _icon()
         self._icon = (icon, entity_tag(icon))
 
-    async def __call__(self, scope: Scope, _receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
         method = scope["method"]
         if method not in ("GET", "HEAD"):
@@ -123,7 +134,7 @@ class RepositoryApp:
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
-        await self._deb(scope, send, entry, headers)
+        await self._deb(scope, receive, send, entry, headers)
 
     async def _authorize(self, path: str, query: dict[str, str]) -> tuple[int, str] | None:
         """None when a paid file may be sent, else (status, reason)."""
@@ -148,6 +159,7 @@ class RepositoryApp:
     async def _deb(
         self,
         scope: Scope,
+        receive: Receive,
         send: Send,
         entry: PoolEntry,
         headers: dict[bytes, bytes],
@@ -159,9 +171,12 @@ class RepositoryApp:
         committed once every byte but the last has been handed to the server,
         and only then is the last byte sent: a client never holds the whole file
         while its count could still be lost, and a send that failed before is
-        never counted. The one exception is the zero-copy send of a whole file
-        on the directory store, handed to the server in one message and counted
-        right after it.
+        never counted. The one exception, with ``zero_copy``, is the send of a
+        whole file of the directory store from disk (``http.response.pathsend``),
+        which the server takes in one message: it is counted before, and the
+        count taken back if the send fails (:meth:`_send_file`); a server that
+        takes the file and then loses the client says nothing, so such a cut
+        download stays counted.
         """
         cache = "private, no-store" if entry.paid else IMMUTABLE
         size = entry.size
@@ -190,27 +205,83 @@ class RepositoryApp:
             out.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
         head = scope["method"] == "HEAD"
         local = None if head or status != 200 else self.served.blobs.local_path(entry.sha256)
-        if local is not None and "http.response.pathsend" in scope.get("extensions", {}):
-            await send({"type": "http.response.start", "status": 200, "headers": out})
-            await send({"type": "http.response.pathsend", "path": str(local)})
-            await self.on_download(entry)
-            return
-        await send({"type": "http.response.start", "status": status, "headers": out})
         if head:
+            await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": b""})
             return
-        held = b""
-        async for chunk in self.served.blobs.read(entry.sha256, start, end):
-            if held:
-                await send({"type": "http.response.body", "body": held, "more_body": True})
-            held = chunk
-        if end == size and held:
-            # Every byte but the last has gone out: count, then complete the file. A
-            # failed commit ends the response short, so the client asks again.
-            await send({"type": "http.response.body", "body": held[:-1], "more_body": True})
-            await self.on_download(entry)
-            held = held[-1:]
-        await send({"type": "http.response.body", "body": held})
+        async with _Watch(receive) as client:
+            if (
+                self.zero_copy
+                and local is not None
+                and "http.response.pathsend" in scope.get("extensions", {})
+            ):
+                await self._send_file(send, entry, out, local, client)
+                return
+            await send({"type": "http.response.start", "status": status, "headers": out})
+            held = b""
+            async for chunk in self.served.blobs.read(entry.sha256, start, end):
+                if held:
+                    await send({"type": "http.response.body", "body": held, "more_body": True})
+                held = chunk
+            if end == size and held:
+                # Every byte but the last has gone out: count, then complete the file. A
+                # failed commit ends the response short, so the client asks again.
+                await send({"type": "http.response.body", "body": held[:-1], "more_body": True})
+                if not await client.gone():
+                    await self.on_download(entry, 1)
+                held = held[-1:]
+            await send({"type": "http.response.body", "body": held})
+
+    async def _send_file(
+        self,
+        send: Send,
+        entry: PoolEntry,
+        headers: list[tuple[bytes, bytes]],
+        path: Path,
+        client: _Watch,
+    ) -> None:
+        """A whole file in one message the server sends from disk (zero copy), counted first.
+
+        The server takes the file whole, so nothing can be held back: the count is
+        committed before the file goes, and taken back when the send fails or the
+        client is known to have gone by the time the server has taken the file.
+        """
+        await self.on_download(entry, 1)
+        sent = False
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.pathsend", "path": str(path)})
+            sent = not await client.gone()
+        finally:
+            if not sent:
+                await asyncio.shield(self.on_download(entry, -1))
+
+
+class _Watch:
+    """Whether the client has gone: a server may take body messages for a closed
+    connection without a word, and say so only through ``receive``."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> _Watch:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+        return self
+
+    async def _watch(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+
+    async def gone(self) -> bool:
+        await asyncio.sleep(0)  # let a disconnect already told be read
+        return self._task is not None and self._task.done()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
 
 
 _EPOCH = parsedate_to_datetime("Thu, 01 Jan 1970 00:00:00 GMT")

@@ -266,8 +266,9 @@ class UsageCounter(Protocol):
         """
         ...
 
-    async def record_download(self, package: str, day: date) -> None:
-        """Count one whole download of ``package``'s file on ``day`` (UTC).
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
+        """Count one whole download of ``package``'s file on ``day`` (UTC); ``count=-1`` takes
+        back one counted before its file went out, when the file could not be sent.
 
         Committed with the requests' counts of the same batch (the same group
         commit); durable when the call returns, and raises when the commit failed.

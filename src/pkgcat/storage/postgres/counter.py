@@ -168,9 +168,9 @@ class PostgresCounter:
         self._forgotten += 1
         self._totals.clear()
 
-    async def record_download(self, package: str, day: date) -> None:
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
         key = (package, day.isoformat())
-        self._downloads[key] = self._downloads.get(key, 0) + 1
+        self._downloads[key] = self._downloads.get(key, 0) + count
         try:
             await self._wait(None)
         finally:

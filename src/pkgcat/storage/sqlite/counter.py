@@ -143,10 +143,10 @@ class SqliteCounter:
         # are in the file, so nothing needs telling.
         return int(self._database.db.execute(rows.DOWNLOADS_TOTAL, (package,)).fetchone()[0])
 
-    async def record_download(self, package: str, day: date) -> None:
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
         loop = self._own_loop()
         key = (package, day.isoformat())
-        self._downloads[key] = self._downloads.get(key, 0) + 1
+        self._downloads[key] = self._downloads.get(key, 0) + count
         await self._wait(loop, None)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
