@@ -12,7 +12,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup lock run test lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile bench-repository soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -87,6 +87,9 @@ bench-defaults: $(BENCH_STAMP) wrk ## pkgcat serve's defaults (demo, access log 
 
 bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue, compared with docs/benchmarks.md
 	$(BIN)/python bench/run.py --smoke
+
+bench-repository: $(STAMP) wrk ## the served repository against granian's static files, and its rebuild (~3 minutes)
+	$(BIN)/python bench/repository.py
 
 bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
 	$(BIN)/python bench/flame.py

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from pkgcat.repository.grants import Grants
 from pkgcat.repository.keys import download_key
@@ -30,6 +29,7 @@ from tests.repository.test_served import PASSPHRASE, _filenames, fetch, publish_
 from tests.servers import (
     PKGCAT,
     children,
+    downloads_counted,
     environment,
     kill_marked,
     poll,
@@ -190,7 +190,7 @@ def test_no_download_is_lost_when_its_worker_is_killed_right_after(
                     assert client.get(path).content == data[start:]
             os.kill(worker.pid, signal.SIGKILL)
             poll(lambda: None if running(worker) else True, "the killed worker exits")
-        assert _downloads_of(database_url, "com.example.counted") == 3
+        assert downloads_counted(database_url, "com.example.counted") == 3
     finally:
         kill_marked(database_url)
 
@@ -217,11 +217,11 @@ def test_a_download_cut_short_by_its_client_is_not_counted(
                 cut.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             assert httpx.get(served.base + path, timeout=30).content == data
             poll(
-                lambda: _downloads_of(database_url, "com.example.counted") or None,
+                lambda: downloads_counted(database_url, "com.example.counted") or None,
                 "the whole download counted",
             )
         # The server has stopped, every request finished: the cut one is not counted.
-        assert _downloads_of(database_url, "com.example.counted") == 1
+        assert downloads_counted(database_url, "com.example.counted") == 1
     finally:
         kill_marked(database_url)
 
@@ -231,16 +231,3 @@ def _ready(base: str) -> bool | None:
         return True if httpx.get(f"{base}/readyz", timeout=1).status_code == 200 else None
     except httpx.TransportError:
         return None
-
-
-def _downloads_of(database_url: str, package: str) -> int:
-    engine = engine_for(database_url)
-    try:
-        with engine.connect() as db:
-            found = db.execute(
-                text("SELECT coalesce(sum(count), 0) FROM download_days WHERE package = :p"),
-                {"p": package},
-            )
-            return int(found.scalar_one())
-    finally:
-        engine.dispose()

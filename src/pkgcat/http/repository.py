@@ -11,8 +11,9 @@ source's packages): ``Packages[.gz|.xz|.bz2|.zst]``, ``Release``, ``InRelease``,
 ``pool/ab/DIGEST/NAME.deb``.
 
 A .deb of a free package is served to anyone, with Range requests (apt
-resumes); a whole file on the directory store by the server itself from the
-file (``http.response.pathsend`` where the server offers it). A paid package's
+resumes), streamed; with ``zero_copy`` (``PKGCAT_DOWNLOAD_ZERO_COPY``) a whole
+file of the directory store is sent by the server itself from the file
+(``http.response.pathsend`` where the server offers it). A paid package's
 file needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on
 use: 402 without one, 403 for one that is not this server's for this file, 410
 once expired or used. Each whole download is reported to ``on_download``
@@ -203,18 +204,18 @@ class RepositoryApp:
         ]
         if status == 206:
             out.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
-        head = scope["method"] == "HEAD"
-        local = None if head or status != 200 else self.served.blobs.local_path(entry.sha256)
-        if head:
+        if scope["method"] == "HEAD":
             await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": b""})
             return
         async with _Watch(receive) as client:
-            if (
+            zero_copy = (
                 self.zero_copy
-                and local is not None
+                and status == 200
                 and "http.response.pathsend" in scope.get("extensions", {})
-            ):
+            )
+            local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
+            if local is not None:
                 await self._send_file(send, entry, out, local, client)
                 return
             await send({"type": "http.response.start", "status": status, "headers": out})
@@ -275,7 +276,9 @@ class _Watch:
 
     async def gone(self) -> bool:
         await asyncio.sleep(0)  # let a disconnect already told be read
-        return self._task is not None and self._task.done()
+        task = self._task
+        # A receive that failed tells nothing: only a disconnect said is gone.
+        return task is not None and task.done() and not task.cancelled() and not task.exception()
 
     async def __aexit__(self, *_exc: object) -> None:
         if self._task is not None:
