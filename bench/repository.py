@@ -197,13 +197,13 @@ def time_to_serve_a_change(database_url: str, root: str, package: str) -> float:
         changed = time.perf_counter()
     finally:
         engine.dispose()
-    deadline = changed + 120
+    deadline = changed + 1800
     while time.perf_counter() < deadline:
-        status, now = fetch(f"{root}/repo/Release", timeout=30)
+        status, now = fetch(f"{root}/repo/Release", timeout=60)
         if status == 200 and now != before:
             return time.perf_counter() - changed
         time.sleep(0.05)  # polling for the new index, not timing anything with a sleep
-    raise RuntimeError("the change was not served within 120 s")
+    raise RuntimeError("the change was not served within 1800 s")
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -245,8 +245,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 tmp / "pkgcat-zero-copy.log",
                 server_cpus,
             )
-            status, packages_gz = fetch(f"{root}/repo/Packages.gz", timeout=120)
+            print(report_rebuild(results["rebuild"]), flush=True)
+            # The first request of a worker waits for its first build: both servers' now.
+            started = time.perf_counter()
+            status, packages_gz = fetch(f"{root}/repo/Packages.gz", timeout=1800)
             assert status == 200, status
+            results["first build served after (s)"] = time.perf_counter() - started
+            assert fetch(f"{zero_root}/repo/Packages.gz", timeout=1800)[0] == 200
             (static / "Packages.gz").write_bytes(packages_gz)
             _, index = fetch(f"{root}/repo/Packages", timeout=120)
             (filename,) = [
@@ -345,6 +350,20 @@ def report(results: dict[str, Any]) -> str:
         f"{static * megabytes:,.0f} | {zero:.2f}x | >= {GOAL}x: "
         f"{'met' if zero >= GOAL else 'not met'} |",
         "",
+        report_rebuild(rebuild),
+    ]
+    served = results["change served after (s)"]
+    lines += [
+        "",
+        f"a worker's first build, served after {results['first build served after (s)']:.1f} s; "
+        f"one package changed: the new signed Release served after {served:.1f} s "
+        f"(goal <= {REBUILD_GOAL_S:.0f} s: {'met' if served <= REBUILD_GOAL_S else 'not met'})",
+    ]
+    return "\n".join(lines)
+
+
+def report_rebuild(rebuild: dict[str, float]) -> str:
+    lines = [
         "| rebuild step (whole catalogue, in-process) | seconds | bytes |",
         "|---|---|---|",
         f"| read the snapshot | {rebuild['read']:.2f} | |",
@@ -355,15 +374,11 @@ def report(results: dict[str, Any]) -> str:
                 f"| compress Packages{suffix} | {rebuild[f'Packages{suffix}']:.2f} | "
                 f"{rebuild[f'Packages{suffix} bytes']:,.0f} |"
             )
-    served = results["change served after (s)"]
-    lines += [
+    lines.append(
         f"| build every file of every repository (unsigned) | "
         f"{rebuild['build (all repositories, every compression)']:.2f} | "
-        f"{rebuild['Packages bytes']:,.0f} (Packages) |",
-        "",
-        f"one package changed: the new signed Release served after {served:.1f} s "
-        f"(goal <= {REBUILD_GOAL_S:.0f} s: {'met' if served <= REBUILD_GOAL_S else 'not met'})",
-    ]
+        f"{rebuild['Packages bytes']:,.0f} (Packages) |"
+    )
     return "\n".join(lines)
 
 

@@ -393,9 +393,9 @@ def test_a_package_s_downloads_chart_counts_a_download(
 
     sign_in(watched.page, served.base, key)
     page = watched.page
-    page.get_by_role("button", name="Downloads").click()
-    page.get_by_label("Package").select_option("com.example.charted")
-    page.get_by_role("button", name="Show").click()
+    page.get_by_role("button", name="Daily downloads").click()
+    page.get_by_label("Package", exact=True).select_option("com.example.charted")
+    page.get_by_role("button", name="Show downloads").click()
     expect(page.locator("#downloads-total")).to_have_text("1")
     expect(page.locator("#downloads-today")).to_have_text("1")
     labels = page.evaluate(CHART_LABELS, "downloads-chart")
@@ -410,6 +410,6 @@ def test_a_package_s_downloads_chart_counts_a_download(
     expect(table.locator("tbody tr")).to_have_count(30)
     assert column(table, 0)[0] == report["end"]  # newest first
     assert column(table, 1)[0] == "1"
-    page.get_by_label("90 days").check()
+    page.get_by_label("Days shown").select_option("90")
     expect(table.locator("tbody tr")).to_have_count(90)
     watched.snap("downloads")

@@ -666,7 +666,7 @@ $("#buyers-csv").addEventListener("click", () => {
 // Downloads -----------------------------------------------------------------------------------
 
 function downloadsRange() {
-  return Number(document.querySelector("input[name=downloads-range]:checked").value);
+  return Number($("#downloads-range").value);
 }
 
 function prepareDownloads() {
@@ -716,9 +716,10 @@ $("#downloads-form").addEventListener("submit", (event) => {
   loadDownloads();
 });
 
-for (const radio of document.querySelectorAll("input[name=downloads-range]")) {
-  radio.addEventListener("change", loadDownloads);
-}
+$("#downloads-range").addEventListener("change", () => {
+  state.downloads = $("#downloads-package").value;
+  loadDownloads();
+});
 
 // Start ---------------------------------------------------------------------------------------
 
