@@ -393,7 +393,7 @@ def test_a_package_s_downloads_chart_counts_a_download(
 
     sign_in(watched.page, served.base, key)
     page = watched.page
-    page.get_by_role("button", name="Daily downloads").click()
+    page.get_by_role("button", name="Download counts").click()
     page.get_by_label("Package", exact=True).select_option("com.example.charted")
     page.get_by_role("button", name="Show downloads").click()
     expect(page.locator("#downloads-total")).to_have_text("1")
