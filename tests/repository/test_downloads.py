@@ -7,25 +7,32 @@ with the directory store and S3; the counts are then read back through the API
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import signal
-import socket
-import struct
 import subprocess
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 
 import httpx
 import pytest
 
 from pkgcat.repository.grants import Grants
+from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.keys import download_key
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
 from tests.repository.conftest import Publisher
-from tests.repository.test_served import PASSPHRASE, _filenames, fetch, publish_alpha
+from tests.repository.test_served import (
+    PASSPHRASE,
+    _filenames,
+    _repository_app,
+    fetch,
+    publish_alpha,
+)
 from tests.servers import (
     PKGCAT,
     children,
@@ -195,35 +202,60 @@ def test_no_download_is_lost_when_its_worker_is_killed_right_after(
         kill_marked(database_url)
 
 
-@pytest.mark.parametrize("way", sorted(WAYS))
-def test_a_download_cut_short_by_its_client_is_not_counted(
-    tmp_path: Path, database_url: str, way: str
+@pytest.mark.parametrize("gone", [False, True])
+def test_the_last_byte_waits_for_the_count_and_a_client_gone_is_not_counted(
+    counted: tuple[Api, dict[str, Path]], gone: bool
 ) -> None:
-    """A client that reads a little of a large file and goes away (a reset): not counted;
-    the whole download after it is, once."""
-    env, deb = _serve_one_file(tmp_path, database_url, 6_000_000)
-    data, start = deb.read_bytes(), WAYS[way]
+    """The repository app driven as a server drives it: every byte but the last, then the
+    count, then the last byte; nothing counted when the server has said the client left."""
+    api, files = counted
+    path = "/repo/" + _filenames(api)["com.alpha.free"]
+    repository = _repository_app(api)
+    events: list[tuple[str, int]] = []
+    counter = repository.on_download
+
+    async def count(entry: PoolEntry, n: int) -> None:
+        events.append(("counted", n))
+        await counter(entry, n)
+
+    async def receive() -> dict[str, object]:
+        if gone:
+            return {"type": "http.disconnect"}
+        await asyncio.Event().wait()  # a client that stays: no message until the end
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, object]) -> None:
+        if message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            assert isinstance(body, bytes)
+            events.append(("body", len(body)))
+
+    async def drive() -> None:
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": path,
+            "root_path": "/repo",
+            "headers": [],
+            "query_string": b"",
+        }
+        await repository(scope, receive, send)
+
+    repository.on_download = count
     try:
-        with serving(env, tmp_path / "server.log") as served:
-            path = _pool_path(served.base)
-            with socket.socket() as cut:
-                # A small window: the server cannot hand the whole file to the kernel.
-                cut.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                cut.connect(("127.0.0.1", served.port))
-                ranged = f"Range: bytes={start}-\r\n" if start else ""
-                cut.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{ranged}\r\n".encode())
-                assert cut.recv(4096).startswith(b"HTTP/1.1 20")
-                # Closed with a reset (linger 0), as a device that lost its network.
-                cut.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            assert httpx.get(served.base + path, timeout=30).content == data
-            poll(
-                lambda: downloads_counted(database_url, "com.example.counted") or None,
-                "the whole download counted",
-            )
-        # The server has stopped, every request finished: the cut one is not counted.
-        assert downloads_counted(database_url, "com.example.counted") == 1
+        # The app's storage lives on the test client's loop: drive it there.
+        api.http.portal.call(drive)  # type: ignore[union-attr]
     finally:
-        kill_marked(database_url)
+        repository.on_download = counter
+    size = files["free"].stat().st_size
+    assert sum(n for kind, n in events if kind == "body") == size
+    assert events[-1] == ("body", 1)  # the last byte, alone, last
+    if gone:
+        assert ("counted", 1) not in events
+        assert _series(api, "com.alpha.free", days="1")["total"] == 0
+    else:
+        assert events[-2] == ("counted", 1)  # committed before the last byte went
+        assert _series(api, "com.alpha.free", days="1")["total"] == 1
 
 
 def _ready(base: str) -> bool | None:
