@@ -122,7 +122,21 @@ DOWNLOADS = """
 SELECT day, count FROM download_days WHERE package = ? AND day >= ? AND day <= ?
 """
 
-DOWNLOADS_TOTAL = "SELECT COALESCE(SUM(count), 0) AS total FROM download_days WHERE package = ?"
+# Parameters: package, count: the same batch's downloads of one package, every day together.
+INCREMENT_DOWNLOAD_TOTAL = """
+INSERT INTO download_totals (package, count) VALUES (?, ?)
+ON CONFLICT (package) DO UPDATE SET count = download_totals.count + excluded.count
+"""
+
+DOWNLOADS_TOTAL = "SELECT count FROM download_totals WHERE package = ?"
+
+
+def downloads_by_package(downloads: dict[tuple[str, str], int]) -> list[tuple[str, int]]:
+    """A batch's downloads by (package, day) as each package's sum: ``download_totals``' rows."""
+    totals: dict[str, int] = {}
+    for (package, _), n in downloads.items():
+        totals[package] = totals.get(package, 0) + n
+    return sorted(totals.items())
 
 
 def operations_by_day(found: Iterable[Row]) -> dict[date, dict[str, int]]:

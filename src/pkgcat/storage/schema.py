@@ -295,3 +295,11 @@ download_days = Table(
     Column("count", BigInteger, nullable=False),
 )
 """Whole .deb files served, per package identifier and UTC day (migration 0008)."""
+
+download_totals = Table(
+    "download_totals",
+    metadata,
+    Column("package", String(255), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
+"""Each package's sum of ``download_days``, kept in the same commit: details reads one row."""

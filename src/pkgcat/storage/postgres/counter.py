@@ -76,6 +76,11 @@ WITH counted AS (
     FROM unnest($8::text[], $9::text[], $10::bigint[]) AS d(package, day, count)
     ORDER BY d.package, d.day
     ON CONFLICT (package, day) DO UPDATE SET count = download_days.count + excluded.count
+), totalled AS (
+    INSERT INTO download_totals (package, count)
+    SELECT t.package, t.count FROM unnest($11::text[], $12::bigint[]) AS t(package, count)
+    ORDER BY t.package
+    ON CONFLICT (package) DO UPDATE SET count = download_totals.count + excluded.count
 )
 SELECT application_id, day, count FROM counted
 """
@@ -144,6 +149,8 @@ class PostgresCounter:
         return rows.operations_by_day(found)
 
     async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        if "\x00" in package:  # as in downloads_total
+            return {}
         pool = await self._database.pool()
         found = await pool.fetch(_DOWNLOADS, package, first.isoformat(), last.isoformat())
         return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
@@ -152,10 +159,12 @@ class PostgresCounter:
         known = self._totals.get(package)
         if known is not None:
             return known
+        if "\x00" in package:  # PostgreSQL text cannot hold it: no package is named so
+            return 0
         listening = self._told is not None and self._told()
         before = self._forgotten
         pool = await self._database.pool()
-        total = int(await pool.fetchval(_DOWNLOADS_TOTAL, package))
+        total = int(await pool.fetchval(_DOWNLOADS_TOTAL, package) or 0)
         # Kept only if the listener was up before the read and told of no change during it.
         if listening and before == self._forgotten:
             if len(self._totals) >= 10_000:
@@ -222,6 +231,7 @@ class PostgresCounter:
             ordered = sorted(counts.items())
             split = sorted(operations.items())
             fetched = sorted(downloads.items())
+            per_package = rows.downloads_by_package(downloads)
             key_ids = sorted(touches)
             pool = await self._database.pool()
             found = await pool.fetch(
@@ -236,6 +246,8 @@ class PostgresCounter:
                 [p for (p, _), _ in fetched],
                 [d for (_, d), _ in fetched],
                 [n for _, n in fetched],
+                [p for p, _ in per_package],
+                [n for _, n in per_package],
             )
             if key_ids:
                 await pool.execute(_TOUCH, key_ids, [touches[k] for k in key_ids])

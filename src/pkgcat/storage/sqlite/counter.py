@@ -139,9 +139,10 @@ class SqliteCounter:
         return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
     async def downloads_total(self, package: str) -> int:
-        # One indexed read on the loop's thread (microseconds): every worker's commits
+        # One primary-key read on the loop's thread (microseconds): every worker's commits
         # are in the file, so nothing needs telling.
-        return int(self._database.db.execute(rows.DOWNLOADS_TOTAL, (package,)).fetchone()[0])
+        found = self._database.db.execute(rows.DOWNLOADS_TOTAL, (package,)).fetchone()
+        return 0 if found is None else int(found[0])
 
     async def record_download(self, package: str, day: date, count: int = 1) -> None:
         loop = self._own_loop()
@@ -200,6 +201,9 @@ class SqliteCounter:
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
                 db.executemany(
                     rows.INCREMENT_DOWNLOADS, [(p, d, n) for (p, d), n in self._downloads.items()]
+                )
+                db.executemany(
+                    rows.INCREMENT_DOWNLOAD_TOTAL, rows.downloads_by_package(self._downloads)
                 )
                 generation = read_generation(db)
                 db.execute("COMMIT")

@@ -1,4 +1,4 @@
-"""counted downloads: one row per package and day of whole .deb files served
+"""counted downloads: one row per package and day of whole .deb files served, and their totals
 
 download_days holds, per package identifier and UTC day, how many whole files
 of the package the served repository sent (see docs/repository.md for what a
@@ -6,6 +6,9 @@ whole file is). Requests' usage counts and downloads are committed in the same
 group commit by the server's workers. Rows are keyed by the package's
 identifier, which stays the same across imports, so a package removed and
 published again keeps its history.
+
+download_totals holds each package's sum of them, kept in the same commit, so
+that details reads one row however long the package's history.
 
 It moves no catalogue generation (a download changes nothing the indexes or
 the other operations show). On PostgreSQL each changed row sends a
@@ -38,6 +41,12 @@ def upgrade() -> None:
         sa.Column("count", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("package", "day"),
     )
+    op.create_table(
+        "download_totals",
+        sa.Column("package", sa.String(length=255), nullable=False),
+        sa.Column("count", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("package"),
+    )
     if op.get_bind().dialect.name != "postgresql":
         return
     op.execute(
@@ -54,4 +63,5 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP TRIGGER trg_download_days_notify ON download_days")
         op.execute("DROP FUNCTION notify_downloads()")
+    op.drop_table("download_totals")
     op.drop_table("download_days")
