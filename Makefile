@@ -12,7 +12,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock run test test-fast bench-store lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup lock run test test-fast bench-store lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile bench-repository soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -94,6 +94,9 @@ bench-defaults: $(BENCH_STAMP) wrk ## pkgcat serve's defaults (demo, access log 
 
 bench-smoke: $(STAMP) wrk ## a 20-second run of the harness on a tiny catalogue, compared with docs/benchmarks.md
 	$(BIN)/python -m bench.run --smoke
+
+bench-repository: $(STAMP) wrk ## the served repository against granian's static files, and its rebuild (~3 minutes)
+	$(BIN)/python -m bench.repository
 
 bench-profile: $(BENCH_STAMP) wrk ## where a served details request's time goes: stage table and flame graph (~1 minute)
 	$(BIN)/python -m bench.flame

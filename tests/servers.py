@@ -157,6 +157,20 @@ def counted(database_url: str) -> int:
         engine.dispose()
 
 
+def downloads_counted(database_url: str, package: str) -> int:
+    """The whole downloads of ``package`` counted so far, every day, as the database holds them."""
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            found = db.execute(
+                text("SELECT coalesce(sum(count), 0) FROM download_days WHERE package = :p"),
+                {"p": package},
+            )
+            return int(found.scalar_one())
+    finally:
+        engine.dispose()
+
+
 # Processes, as /proc shows them (Linux) ---------------------------------------------------------
 
 WAIT = 10.0

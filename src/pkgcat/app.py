@@ -7,6 +7,7 @@ Nothing is built at import time. ``pkgcat serve`` hands
 from __future__ import annotations
 
 import gc
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from pkgcat.access_log import access_log_for
@@ -16,6 +17,7 @@ from pkgcat.http.repository import RepositoryApp
 from pkgcat.http.routes import ROUTES, WRITE_ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.served import ServedRepository
 from pkgcat.repository.uploads import Uploads
 from pkgcat.services import CatalogueService, Clock, utc_now
@@ -55,6 +57,12 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
     uploads = Uploads(settings, served.blobs)
+
+    async def count_download(entry: PoolEntry, count: int) -> None:
+        # Counted on the UTC day: a device tells no time zone.
+        day = clock().astimezone(UTC).date()
+        await storage.usage.record_download(entry.package, day, count)
+
     access_log = access_log_for(settings)
     background = []
     # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
@@ -85,6 +93,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         metrics=metrics,
         repository=RepositoryApp(
             served,
+            count_download,
+            zero_copy=settings.download_zero_copy,
             payment_endpoint=settings.store_url,
             cydia_gate=settings.store_cydia_gate,
         ),

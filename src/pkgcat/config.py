@@ -404,6 +404,11 @@ class Settings(BaseSettings):
             _require(("stripe",), "stripe")
         return self
 
+    download_zero_copy: bool = Field(
+        default=False,
+        description="Send whole .deb files of the directory store from disk in one message (faster); a download its client cuts short is then counted too.",
+    )
+
     @field_validator("shape", mode="before")
     @classmethod
     def _upper_shape(cls, value: object) -> object:

@@ -230,6 +230,19 @@ class PackagesPage:
 
 
 @dataclass(frozen=True, slots=True)
+class DownloadsReport:
+    """Whole downloads of one package per UTC day, oldest first, days without any at 0."""
+
+    package: str
+    days: tuple[UsageDay, ...]
+    """Each day and its downloads (a ``UsageDay``: a day and a count)."""
+
+    @property
+    def total(self) -> int:
+        return sum(day.requests for day in self.days)
+
+
+@dataclass(frozen=True, slots=True)
 class SalesPage:
     """A page of the sales ledger between two days, with the totals of the whole ledger."""
 

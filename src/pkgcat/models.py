@@ -350,6 +350,48 @@ class Sales(TypedDict):
     cursor: _Cursor
 
 
+B_DAY = r"^\d{2}-\d{2}-\d{4}$"
+_UTC_DAY = Field(
+    description="The day, YYYY-MM-DD (UTC).", pattern=DAY, json_schema_extra={"format": "date"}
+)
+"""A real RFC 3339 full-date: generated clients parse it, which tells shape A from shape B."""
+
+
+class DownloadsDayA(TypedDict):
+    """One UTC day of a package's downloads, shape A."""
+
+    day: Annotated[str, _UTC_DAY]
+    downloads: Annotated[Count, Field(description="Whole files downloaded that day.")]
+
+
+class DownloadsDayB(TypedDict):
+    """One UTC day of a package's downloads, shape B."""
+
+    day: Annotated[str, _text("The day, DD-MM-YYYY (UTC).", B_DAY)]
+    downloads: Annotated[Count, Field(description="Whole files downloaded that day.")]
+
+
+class _Downloads(TypedDict):
+    package: Annotated[Text, _text("The package's identifier.")]
+    total: Annotated[Count, Field(description="Whole files downloaded over the range.")]
+
+
+class DownloadsA(_Downloads):
+    """A package's daily downloads over a range (the shape of npm's range API), shape A."""
+
+    start: Annotated[str, _UTC_DAY]
+    end: Annotated[str, _UTC_DAY]
+    downloads: list[DownloadsDayA]
+
+
+class DownloadsB(_Downloads):
+    """A package's daily downloads over a range, shape B."""
+
+    start: Annotated[str, _text("First day (UTC).", B_DAY)]
+    end: Annotated[str, _text("Last day, inclusive.", B_DAY)]
+    downloads: list[DownloadsDayB]
+
+
 class ErrorMessage(TypedDict):
     """What every error carries beside its code."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -20,6 +21,7 @@ from pkgcat.domain import (
     BuyersWalk,
     Caller,
     Check,
+    DownloadsReport,
     KeyRecord,
     KeyScope,
     Package,
@@ -363,6 +365,45 @@ class CatalogueService:
         return BuyersPage(
             start=start, limit=limit, total=found.total, page=page, buyers=tuple(found.purchases)
         )
+
+    async def counted_downloads(self, package_id: str) -> int:
+        """The whole downloads the served repository counted of a package, every day."""
+        return await self._counter.downloads_total(package_identifier(package_id))
+
+    @staticmethod
+    def with_downloads(package: Package, counted: int) -> Package:
+        """``package`` as details shows it: its imported downloads plus those counted here."""
+        if not counted:
+            return package
+        return replace(package, total_download=package.total_download + counted)
+
+    async def downloads(
+        self, caller: Caller, package_id: str, calendar: Sequence[date]
+    ) -> DownloadsReport:
+        """One of the caller's packages' whole downloads on each of ``calendar``'s days."""
+        package = await self._own_package(caller, package_id, "its downloads")
+        counts = await self._counter.downloads(package.package, calendar[0], calendar[-1])
+        return DownloadsReport(
+            package.package, tuple(UsageDay(day, counts.get(day, 0)) for day in calendar)
+        )
+
+    def downloads_calendar(
+        self, caller: Caller, days: int | None, start: str | None, end: str | None
+    ) -> tuple[date, ...]:
+        """The UTC days a downloads report covers: the last ``days`` and today, or ``start``
+        to ``end`` (the usage report's rules, on UTC days: a download has no time zone)."""
+        today = caller.now.astimezone(UTC).date()
+        if start is not None or end is not None:
+            if days is not None:
+                raise InvalidArgument("days", "give days, or start and end, not both")
+            first, last = day_range(
+                today, start, end, default_days=DAYS_DEFAULT, max_days=RANGE_MAX
+            )
+            return _days_until(last, (last - first).days)
+        days = DAYS_DEFAULT if days is None else days
+        if not 1 <= days <= DAYS_MAX:
+            raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
+        return _days_until(today, days)
 
     async def _own_package(self, caller: Caller, package_id: str, what: str) -> Package:
         """One of the caller's own packages: code 8 when unknown (or offline elsewhere), else 12."""

@@ -22,6 +22,7 @@ from pkgcat.domain import (
     BuyersPage,
     BuyersWalk,
     Check,
+    DownloadsReport,
     Package,
     PackagesPage,
     Purchase,
@@ -259,6 +260,22 @@ def moment(when: datetime, shape: Shape, zone: ZoneInfo) -> str:
     """A time as each shape writes package dates (a webhook event's ``created``)."""
     local = when.astimezone(zone)
     return local.isoformat() if shape == "A" else local.strftime(_B_DATE)
+
+
+def _day(day: date, shape: Shape) -> str:
+    return day.isoformat() if shape == "A" else day.strftime("%d-%m-%Y")
+
+
+def downloads_body(report: DownloadsReport, shape: Shape) -> dict[str, Any]:
+    """A package's downloads per UTC day, oldest first, and their total (npm's range shape)."""
+    days = report.days
+    return {
+        "package": report.package,
+        "start": _day(days[0].day, shape),
+        "end": _day(days[-1].day, shape),
+        "total": report.total,
+        "downloads": [{"day": _day(d.day, shape), "downloads": d.requests} for d in days],
+    }
 
 
 def sales_body(page: SalesPage, zone: ZoneInfo) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import csv
 import io
 import math
 import re
+import subprocess
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from playwright.sync_api import Locator, Page, expect
 from pkgcat.cli._safe import spreadsheet_cell, visible
 from pkgcat.storage.admin import CatalogueAdmin
 from tests.browser.conftest import Watched
-from tests.servers import Served, environment, seed, serving, stop
+from tests.debs import build_deb
+from tests.servers import PKGCAT, Served, environment, poll, seed, serving, stop
 
 pytestmark = [pytest.mark.server, pytest.mark.browser]
 
@@ -357,3 +359,57 @@ def test_csv_files_defuse_formulas_and_show_control_characters(
     assert cells[0].startswith("'=HYPERLINK(")
     assert cells[6] == "\\x1b]2;owned\\x07"
     assert cells[9] == "-1.50"
+
+
+def test_a_package_s_downloads_chart_counts_a_download(
+    served: Served, watched: Watched, tmp_path: Path
+) -> None:
+    """A .deb published and downloaded once: the chart and its table show it today."""
+    app = served.apps[0]
+    deb = build_deb(tmp_path, "com.example.charted", "1.0")
+    published = subprocess.run(
+        [PKGCAT, "publish", str(deb), "--source", app["source"]],
+        env=served.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert published.returncode == 0, published.stderr
+
+    def pool_path() -> str | None:  # the worker rebuilds its indexes off the request path
+        packages = httpx.get(f"{served.base}/repo/Packages", timeout=30).text
+        found = [
+            line.removeprefix("Filename: ")
+            for line in packages.splitlines()
+            if line.startswith("Filename: ") and "com.example.charted" in line
+        ]
+        return found[0] if found else None
+
+    path = poll(pool_path, "the published file in the served index")
+    assert httpx.get(f"{served.base}/repo/{path}", timeout=30).content == deb.read_bytes()
+    key = app["secret_key"]
+    report = answer(served.base, key, "package/downloads", package="com.example.charted", days=29)
+    assert report["downloads"][-1]["downloads"] == 1
+
+    sign_in(watched.page, served.base, key)
+    page = watched.page
+    page.get_by_role("button", name="Download counts").click()
+    page.get_by_label("Package", exact=True).select_option("com.example.charted")
+    page.get_by_role("button", name="Show downloads").click()
+    expect(page.locator("#downloads-total")).to_have_text("1")
+    expect(page.locator("#downloads-today")).to_have_text("1")
+    labels = page.evaluate(CHART_LABELS, "downloads-chart")
+    assert labels == [entry["day"] for entry in report["downloads"]]
+    data = page.evaluate(
+        "(id) => Chart.getChart(document.getElementById(id)).data.datasets[0].data",
+        "downloads-chart",
+    )
+    assert data == [entry["downloads"] for entry in report["downloads"]]
+    page.get_by_text("Downloads per day as a table").click()
+    table = page.locator("#downloads-table")
+    expect(table.locator("tbody tr")).to_have_count(30)
+    assert column(table, 0)[0] == report["end"]  # newest first
+    assert column(table, 1)[0] == "1"
+    page.get_by_label("Days shown").select_option("90")
+    expect(table.locator("tbody tr")).to_have_count(90)
+    watched.snap("downloads")

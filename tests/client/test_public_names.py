@@ -25,6 +25,8 @@ def test_all_is_exactly_the_public_names() -> None:
         "BuyersCursorPage",
         "BuyersPage",
         "Client",
+        "Downloads",
+        "DownloadsDay",
         "InvalidArgumentError",
         "KeyPlacement",
         "NotFoundError",

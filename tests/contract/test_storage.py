@@ -490,3 +490,36 @@ def test_deleting_an_application_takes_its_counts_by_operation(
     admin.delete_application("Beta", "beta-a", cascade=True)
     assert run(database_url, lambda storage: storage.usage.operations(3, DAY, DAY)) == {}
     assert stored_count(database_url, 3) == 0
+
+
+def test_downloads_land_with_the_batch_and_every_worker_reads_them_at_once(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """Downloads share the requests' commit; a total one worker keeps follows the others'."""
+    package, yesterday = "com.alpha.free", DAY - timedelta(days=1)
+
+    async def work(first: Storage) -> None:
+        second = open_storage(Settings(database_url=database_url))
+        try:
+            await caught_up(first)  # listening (PostgreSQL): a total read now may be kept
+            assert await first.usage.downloads_total(package) == 0
+            await asyncio.gather(
+                *(second.usage.record_download(package, DAY) for _ in range(5)),
+                second.usage.record(1, DAY, 1, WHEN, OPERATION),
+                second.usage.record_download(package, yesterday),
+            )
+            # Every caller has returned: committed, for any worker to read.
+            assert await first.usage.downloads(package, yesterday, DAY) == {yesterday: 1, DAY: 5}
+            assert stored_count(database_url, 1) == 1  # the request's count, in the same batch
+            deadline = time.monotonic() + 5
+            while await first.usage.downloads_total(package) != 6:  # told by a notification
+                assert time.monotonic() < deadline, "the first worker kept an old total"
+                await asyncio.sleep(0.005)  # waiting for a notification, not timing anything
+            await first.usage.record_download(package, DAY)
+            await first.usage.record_download(package, DAY, -1)  # a file that did not go
+            assert await first.usage.downloads_total(package) == 6  # its own, at once
+            assert await second.usage.downloads(package, DAY, DAY) == {DAY: 5}
+        finally:
+            await second.close()
+
+    run(database_url, work)

@@ -136,6 +136,7 @@ VALID_ARGUMENTS = {
     "/1.0/source/packages.json": {},
     "/1.0/package/check.json": {"package": "com.alpha.paid", "nickname": "someone"},
     "/1.0/source/sales.json": {},
+    "/1.0/package/downloads.json": {"package": "com.alpha.free"},
 }
 """Arguments with which each operation answers 200 for ``alpha-a`` (tests/conftest.py)."""
 

@@ -30,7 +30,7 @@ from pkgcat.client import Client
 from tests.backends import unavailable
 from tests.debs import build_deb
 from tests.seaweed import S3Server
-from tests.servers import PKGCAT, Served, environment, serving
+from tests.servers import PKGCAT, Served, downloads_counted, environment, serving
 
 ARCH = "iphoneos-arm64"
 PASSPHRASE = "an apt test passphrase, long enough"
@@ -128,6 +128,8 @@ def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
     download = apt.run("download", "com.alpha.tool")
     assert download.returncode == 0, download.stdout + download.stderr
     [fetched] = (apt.root / "downloads").glob("com.alpha.tool_*.deb")
+    # Counted once, before apt had the whole file.
+    assert downloads_counted(served.env["PKGCAT_DATABASE_URL"], "com.alpha.tool") == 1
     served_bytes = httpx.get(f"{served.base}/repo/Packages").text
     [stanza] = [s for s in served_bytes.split("\n\n") if "Package: com.alpha.tool" in s]
     assert f"SHA256: {hashlib.sha256(fetched.read_bytes()).hexdigest()}" in stanza
@@ -149,6 +151,7 @@ def test_apt_cannot_download_a_paid_package_without_a_url(
     paid = apt.run("download", "com.alpha.paid")
     assert paid.returncode != 0
     assert "402" in paid.stdout + paid.stderr
+    assert downloads_counted(served.env["PKGCAT_DATABASE_URL"], "com.alpha.paid") == 0
 
 
 def test_apt_refuses_a_repository_signed_by_another_key(

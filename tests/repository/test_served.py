@@ -25,6 +25,7 @@ import zstandard
 from debian.deb822 import Deb822, Release
 
 from pkgcat.repository.grants import Grants
+from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.keys import download_key
 from pkgcat.storage.engine import engine_for
 from tests.backends import unavailable
@@ -290,6 +291,24 @@ def _store_settings(request: pytest.FixtureRequest, cli_env: dict[str, str]) -> 
     return {"blob_dir": cli_env["PKGCAT_BLOB_DIR"]}
 
 
+def publish_alpha(
+    request: pytest.FixtureRequest, pkgcat: Publisher, cli_env: dict[str, str], tmp_path: Path
+) -> tuple[dict[str, Any], dict[str, Path]]:
+    """Alpha's free and paid package published to the store ``request.param`` names, with a
+    signing key: the store's settings and the files."""
+    store = _store_settings(request, cli_env)
+    cli_env.pop("PKGCAT_BLOB_DIR", None)
+    cli_env.update({f"PKGCAT_{k.upper()}": v for k, v in store.items()})
+    assert pkgcat("repo", "key", "create").exit_code == 0
+    files = {
+        "free": build_deb(tmp_path, "com.alpha.free", "1.0", payload=secrets.token_hex(40_000)),
+        "paid": build_deb(tmp_path, "com.alpha.paid", "2.0"),
+    }
+    for path in files.values():
+        assert pkgcat("publish", str(path), "--source", "Alpha").exit_code == 0
+    return store, files
+
+
 @pytest.fixture(params=("directory", "s3"))
 def store_api(
     request: pytest.FixtureRequest,
@@ -299,21 +318,15 @@ def store_api(
     tmp_path: Path,
 ) -> tuple[Api, dict[str, Path], list[str]]:
     """Free and paid files published to the directory store or to S3, served; the hook's reports."""
-    store = _store_settings(request, cli_env)
-    for name in ("PKGCAT_BLOB_DIR",):
-        cli_env.pop(name, None)
-    cli_env.update({f"PKGCAT_{k.upper()}": v for k, v in store.items()})
-    assert pkgcat("repo", "key", "create").exit_code == 0
-    files = {
-        "free": build_deb(tmp_path, "com.alpha.free", "1.0", payload=secrets.token_hex(40_000)),
-        "paid": build_deb(tmp_path, "com.alpha.paid", "2.0"),
-    }
-    for path in files.values():
-        assert pkgcat("publish", str(path), "--source", "Alpha").exit_code == 0
+    store, files = publish_alpha(request, pkgcat, cli_env, tmp_path)
     api = make_api(repository_passphrase=PASSPHRASE, **store)
     reports: list[str] = []
     repository = _repository_app(api)
-    repository.on_download = lambda entry: reports.append(entry.package)
+
+    async def report(entry: PoolEntry, count: int) -> None:
+        reports.extend([entry.package] * count)
+
+    repository.on_download = report
     return api, files, reports
 
 
@@ -344,10 +357,12 @@ def test_a_free_file_downloads_whole_and_by_range(
     assert part.status_code == 206
     assert part.content == data[100:1100]
     assert part.headers["content-range"] == f"bytes 100-1099/{len(data)}"
+    assert fetch(api, path, Range=f"bytes={len(data) + 5}-").status_code == 416
+    assert api.http.head(path).status_code == 200
+    assert reports == ["com.alpha.free"]  # a range short of the end is not a whole download
     rest = fetch(api, path, Range=f"bytes={len(data) - 10}-")
     assert rest.content == data[-10:]
-    assert fetch(api, path, Range=f"bytes={len(data) + 5}-").status_code == 416
-    assert reports == ["com.alpha.free"]  # a range is not a whole download
+    assert reports == ["com.alpha.free"] * 2  # one that ends the file completes a download
 
 
 def test_a_paid_file_needs_a_signed_single_use_url(

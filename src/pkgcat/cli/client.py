@@ -56,6 +56,7 @@ from pkgcat.client import (
     BuyersCursorPage,
     BuyersPage,
     Client,
+    Downloads,
     InvalidArgumentError,
     NotFoundError,
     Ownership,
@@ -694,6 +695,66 @@ def _print_package(output: Output, package: Package) -> None:
         _write_csv(["field", "value"], _package_fields(package))
     else:
         _show_package(package)
+
+
+def _downloads_table(result: Downloads, to_today: bool) -> Table:
+    largest = max((d.downloads for d in result.days), default=0)
+    rows = [
+        (d.day.isoformat(), f"{d.downloads:,}", _bar(d.downloads, largest)) for d in result.days
+    ]
+    table = Table(
+        title=f"Downloads of {visible(result.package)} per day (UTC)", title_justify="left"
+    )
+    table.add_column("day", no_wrap=True, min_width=widest(r[0] for r in rows))
+    table.add_column(
+        "downloads",
+        justify="right",
+        no_wrap=True,
+        min_width=widest([r[1] for r in rows] + ["downloads"]),
+    )
+    table.add_column("", no_wrap=True, min_width=widest(r[2] for r in rows))
+    for day, count, bar in rows:
+        table.add_row(day, count, Text(bar))
+    table.caption = f"{len(rows)} days, {result.total:,} downloads"
+    if to_today:
+        table.caption += "; the last day is today (so far)"
+    return table
+
+
+@app.command("downloads")
+def downloads(
+    ctx: typer.Context,
+    package_id: PackageId,
+    days: Annotated[
+        int | None, typer.Option("--days", help="Days before today to report [default: 30].")
+    ] = None,
+    start: Annotated[
+        datetime | None, _day_option("--start", "First day, UTC (instead of --days).")
+    ] = None,
+    end: Annotated[datetime | None, _day_option("--end", "Last day [default: today].")] = None,
+    base_url: BaseUrl = None,
+    tz: Zone = "UTC",
+    key_in: KeyIn = "header",
+    retries: Retries = 3,
+    output_format: Format = None,
+    as_json: AsJson = False,
+    as_csv: AsCsv = False,
+) -> None:
+    """Whole downloads of one of your packages per UTC day, with a bar chart and the total."""
+    output = _output(as_json, as_csv, output_format)
+    with _client(ctx, base_url, tz, key_in, retries) as client:
+        result = client.downloads(package_id, days, start=_day(start), end=_day(end))
+    rows = [[d.day.isoformat(), d.downloads] for d in result.days]
+    if output == "json":
+        _print_json(result)
+    elif output == "csv":
+        _write_csv(["day", "downloads"], rows)
+    else:
+        show(
+            [Column("day"), Column("downloads", kind="number")],
+            rows,
+            lambda: _downloads_table(result, to_today=end is None),
+        )
 
 
 @app.command("package")

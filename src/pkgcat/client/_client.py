@@ -39,6 +39,7 @@ from pkgcat.client._models import (
     Buyer,
     BuyersCursorPage,
     BuyersPage,
+    Downloads,
     Ownership,
     Package,
     PackagesPage,
@@ -52,6 +53,7 @@ from pkgcat.client._shapes import (
     read_buyers_any,
     read_buyers_cursor_page,
     read_buyers_page,
+    read_downloads,
     read_ownership,
     read_package,
     read_packages_page,
@@ -95,6 +97,7 @@ _UPLOAD = "/1.0/package/upload.json"
 DEB = "application/vnd.debian.binary-package"
 UPLOAD_CHUNK = 256 * 1024
 """Bytes sent at a time by an upload (what a progress callback hears of)."""
+_DOWNLOADS = "/1.0/package/downloads.json"
 
 # Failures where the request may not have reached the server, or its answer was lost.
 # An unsupported scheme or a broken proxy setting will not fix itself: those are not retried.
@@ -281,6 +284,12 @@ class _Core:
             package=package_id, nickname=nickname, account=account, udid=udid, model=model
         )
         return self._exchange(_CHECK, params, read_ownership)
+
+    def downloads(
+        self, package_id: str, days: int | None, start: date | None, end: date | None
+    ) -> _Exchange[Downloads]:
+        params = _given(package=package_id, days=days, start=start, end=end)
+        return self._exchange(_DOWNLOADS, params, read_downloads)
 
     def sales(
         self,
@@ -544,6 +553,20 @@ class Client:
         """One page of the sales ledger, newest first, with the totals of the whole range."""
         return self._run(self._core.sales(start, end, package_id, status, limit, cursor))
 
+    def downloads(
+        self,
+        package_id: str,
+        days: int | None = None,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> Downloads:
+        """Whole downloads of one of the caller's packages per UTC day, and their total.
+
+        The last ``days`` days and today (30 when nothing is given), or ``start`` to ``end``.
+        """
+        return self._run(self._core.downloads(package_id, days, start, end))
+
     def sales_pages(
         self,
         *,
@@ -756,6 +779,17 @@ class AsyncClient:
     ) -> SalesPage:
         """One page of the sales ledger, newest first, with the totals of the whole range."""
         return await self._run(self._core.sales(start, end, package_id, status, limit, cursor))
+
+    async def downloads(
+        self,
+        package_id: str,
+        days: int | None = None,
+        *,
+        start: date | None = None,
+        end: date | None = None,
+    ) -> Downloads:
+        """Whole downloads of one of the caller's packages per UTC day, and their total."""
+        return await self._run(self._core.downloads(package_id, days, start, end))
 
     def sales_pages(
         self,

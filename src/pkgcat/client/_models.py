@@ -261,6 +261,25 @@ class SalesTotal:
 
 
 @dataclass(frozen=True, slots=True)
+class DownloadsDay:
+    """Whole files of a package the repository sent on one UTC day."""
+
+    day: dt.date
+    downloads: int
+
+
+@dataclass(frozen=True, slots=True)
+class Downloads:
+    """A package's downloads per UTC day from ``start`` to ``end``, oldest first, and their total."""
+
+    package: str
+    start: dt.date
+    end: dt.date
+    total: int
+    days: tuple[DownloadsDay, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SalesPage:
     """One page of the sales ledger, newest first, with the totals per currency."""
 

@@ -30,6 +30,8 @@ from pkgcat.client._models import (
     Buyer,
     BuyersCursorPage,
     BuyersPage,
+    Downloads,
+    DownloadsDay,
     Ownership,
     Package,
     PackagesPage,
@@ -440,6 +442,37 @@ def _total(value: object, where: str) -> SalesTotal:
         net=_field(item, "net", where, _decimal),
         refunds=_field(item, "refunds", where, _count),
         refunded=_field(item, "refunded", where, _decimal),
+    )
+
+
+def _either_day(value: object, where: str) -> date:
+    """A day as shape A writes it (``YYYY-MM-DD``) or shape B (``DD-MM-YYYY``)."""
+    text = _text(value, where).strip()
+    if len(text) == 10 and text[2:3] == "-" and text[5:6] == "-":
+        text = f"{text[6:]}-{text[3:5]}-{text[:2]}"
+    return _day(text, where)
+
+
+def read_downloads(value: object, _zone: tzinfo) -> Downloads:
+    """A package's downloads per day (``package/downloads``), in either shape."""
+    where = "response"
+    body = _object(value, where)
+    days = []
+    for n, item in enumerate(_field(body, "downloads", where, _list)):
+        at = f"{where}.downloads[{n}]"
+        entry = _object(item, at)
+        days.append(
+            DownloadsDay(
+                day=_field(entry, "day", at, _either_day),
+                downloads=_field(entry, "downloads", at, _count),
+            )
+        )
+    return Downloads(
+        package=_field(body, "package", where, _text),
+        start=_field(body, "start", where, _either_day),
+        end=_field(body, "end", where, _either_day),
+        total=_field(body, "total", where, _count),
+        days=tuple(days),
     )
 
 

@@ -394,6 +394,27 @@ OPERATIONS: tuple[Operation, ...] = (
         invalid="start, end, package, status, limit or cursor",
         etag=True,
     ),
+    Operation(
+        "package/downloads",
+        "package",
+        "Daily downloads of one of the caller's packages",
+        "Whole .deb files the served repository sent, per UTC day, oldest first, days "
+        "without any at 0, and their total: the last `days` days and today, or `start` "
+        "to `end` (at most 365 days). A whole file is a download answered 200 to its "
+        "end, or a range that ends at the file's last byte (a resumed download's end).",
+        (
+            PACKAGE,
+            DAYS,
+            replace(START, doc="First day (YYYY-MM-DD, UTC)."),
+            replace(END, doc="Last day (YYYY-MM-DD, UTC), inclusive; not after today."),
+        ),
+        (Variant(shaped(m.DownloadsA, m.DownloadsB)),),
+        errors=_OWN_PACKAGE_ERRORS,
+        invalid="package, days, start or end",
+        client="downloads",
+        etag=True,
+        example={"package": "com.havoclabs.velvet"},
+    ),
 )
 
 DEB = "application/vnd.debian.binary-package"

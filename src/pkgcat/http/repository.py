@@ -12,25 +12,29 @@ store is on), ``depictions/PACKAGE.json`` (Sileo), and the files,
 ``pool/ab/DIGEST/NAME.deb``.
 
 A .deb of a free package is served to anyone, with Range requests (apt
-resumes); on the directory store by the server itself from the file
-(``http.response.pathsend`` where the server offers it). A paid package's file
-needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on use:
-402 without one, 403 for one that is not this server's for this file, 410
-once expired or used. Each whole file sent is reported to ``on_download``.
+resumes), streamed; with ``zero_copy`` (``PKGCAT_DOWNLOAD_ZERO_COPY``) a whole
+file of the directory store is sent by the server itself from the file
+(``http.response.pathsend`` where the server offers it). A paid package's
+file needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on
+use: 402 without one, 403 for one that is not this server's for this file, 410
+once expired or used. Each whole download is reported to ``on_download``
+(counted per package and day), before its last byte goes out.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from email.utils import format_datetime, parsedate_to_datetime
 from importlib.resources import files
+from pathlib import Path
 from urllib.parse import parse_qsl, unquote
 
 import anyio
-from starlette.responses import FileResponse
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from pkgcat.http.asgi import matches
 from pkgcat.repository.grants import GrantRefused
@@ -48,12 +52,14 @@ INDEX_CACHE = "public, max-age=0, must-revalidate"
 IMMUTABLE = "public, max-age=31536000, immutable"
 """By-hash indexes and free .debs: the same path always names the same bytes."""
 
-DownloadHook = Callable[[PoolEntry], None]
-"""Told of each whole .deb file sent (not of partial ranges or HEAD requests)."""
+DownloadHook = Callable[[PoolEntry, int], Awaitable[None]]
+"""Told of each whole download (see :meth:`RepositoryApp._deb`) with 1, awaited before it
+completes, and with -1 when a file counted before it went out failed to go; raises when
+the download could not be counted."""
 
 
-def ignore_download(_entry: PoolEntry) -> None:
-    """The download hook until downloads are counted: nothing is recorded yet."""
+async def ignore_download(_entry: PoolEntry, _count: int) -> None:
+    """A hook that records nothing (a repository served without counting)."""
 
 
 def _icon() -> bytes:
@@ -68,15 +74,19 @@ class RepositoryApp:
         served: ServedRepository,
         on_download: DownloadHook = ignore_download,
         *,
+        zero_copy: bool = False,
         payment_endpoint: str | None = None,
         cydia_gate: bool = False,
     ) -> None:
-        """``payment_endpoint``: the store's address, served as ``payment_endpoint``;
-        ``cydia_gate``: also serve a paid file to a device its headers say bought it."""
+        """``zero_copy``: send whole files of the directory store from disk in one message,
+        counted before they go (:meth:`_send_file`); ``payment_endpoint``: the store's
+        address, served as ``payment_endpoint``; ``cydia_gate``: also serve a paid file to a
+        device its headers say bought it."""
         self.served = served
         self._payment_endpoint = payment_endpoint
         self._cydia_gate = cydia_gate
         self.on_download = on_download
+        self.zero_copy = zero_copy
         icon = _icon()
         self._icon = (icon, entity_tag(icon))
 
@@ -184,41 +194,21 @@ class RepositoryApp:
         entry: PoolEntry,
         headers: dict[bytes, bytes],
     ) -> None:
+        """The file, whole or one byte range; a whole download reported before it is complete.
+
+        A whole download is a GET answered 200, or a range that ends at the
+        file's last byte (where a resumed download ends). Its count is
+        committed once every byte but the last has been handed to the server,
+        and only then is the last byte sent: a client never holds the whole file
+        while its count could still be lost, and a send that failed before is
+        never counted. The one exception, with ``zero_copy``, is the send of a
+        whole file of the directory store from disk (``http.response.pathsend``),
+        which the server takes in one message: it is counted before, and the
+        count taken back if the send fails (:meth:`_send_file`); a server that
+        takes the file and then loses the client says nothing, so such a cut
+        download stays counted.
+        """
         cache = "private, no-store" if entry.paid else IMMUTABLE
-        counted = self._counting(send, entry) if scope["method"] == "GET" else send
-        local = self.served.blobs.local_path(entry.sha256)
-        if local is not None:
-            response = FileResponse(
-                local,
-                media_type=DEB,
-                headers={"cache-control": cache, "etag": f'"{entry.sha256}"'},
-            )
-            await response(scope, receive, counted)
-            return
-        await self._stream(scope, counted, entry, headers, cache)
-
-    def _counting(self, send: Send, entry: PoolEntry) -> Send:
-        """``send``, telling the download hook once a whole file (status 200) has gone out."""
-        status = 0
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            await send(message)
-            kind = message["type"]
-            if kind == "http.response.start":
-                status = message["status"]
-            elif status == 200 and (
-                kind == "http.response.pathsend"
-                or (kind == "http.response.body" and not message.get("more_body", False))
-            ):
-                self.on_download(entry)
-
-        return sending
-
-    async def _stream(
-        self, scope: Scope, send: Send, entry: PoolEntry, headers: dict[bytes, bytes], cache: str
-    ) -> None:
-        """A file of the object store, whole or one byte range, streamed through."""
         size = entry.size
         start, end, status = 0, size, 200
         wanted = headers.get(b"range")
@@ -243,13 +233,87 @@ class RepositoryApp:
         ]
         if status == 206:
             out.append((b"content-range", f"bytes {start}-{end - 1}/{size}".encode()))
-        await send({"type": "http.response.start", "status": status, "headers": out})
         if scope["method"] == "HEAD":
+            await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": b""})
             return
-        async for chunk in self.served.blobs.read(entry.sha256, start, end):
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+        async with _Watch(receive) as client:
+            zero_copy = (
+                self.zero_copy
+                and status == 200
+                and "http.response.pathsend" in scope.get("extensions", {})
+            )
+            local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
+            if local is not None:
+                await self._send_file(send, entry, out, local, client)
+                return
+            await send({"type": "http.response.start", "status": status, "headers": out})
+            held = b""
+            async for chunk in self.served.blobs.read(entry.sha256, start, end):
+                if held:
+                    await send({"type": "http.response.body", "body": held, "more_body": True})
+                held = chunk
+            if end == size and held:
+                # Every byte but the last has gone out: count, then complete the file. A
+                # failed commit ends the response short, so the client asks again.
+                await send({"type": "http.response.body", "body": held[:-1], "more_body": True})
+                if not await client.gone():
+                    await self.on_download(entry, 1)
+                held = held[-1:]
+            await send({"type": "http.response.body", "body": held})
+
+    async def _send_file(
+        self,
+        send: Send,
+        entry: PoolEntry,
+        headers: list[tuple[bytes, bytes]],
+        path: Path,
+        client: _Watch,
+    ) -> None:
+        """A whole file in one message the server sends from disk (zero copy), counted first.
+
+        The server takes the file whole, so nothing can be held back: the count is
+        committed before the file goes, and taken back when the send fails or the
+        client is known to have gone by the time the server has taken the file.
+        """
+        await self.on_download(entry, 1)
+        sent = False
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.pathsend", "path": str(path)})
+            sent = not await client.gone()
+        finally:
+            if not sent:
+                await asyncio.shield(self.on_download(entry, -1))
+
+
+class _Watch:
+    """Whether the client has gone: a server may take body messages for a closed
+    connection without a word, and say so only through ``receive``."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> _Watch:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+        return self
+
+    async def _watch(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+
+    async def gone(self) -> bool:
+        await asyncio.sleep(0)  # let a disconnect already told be read
+        task = self._task
+        # A receive that failed tells nothing: only a disconnect said is gone.
+        return task is not None and task.done() and not task.cancelled() and not task.exception()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
 
 
 _EPOCH = parsedate_to_datetime("Thu, 01 Jan 1970 00:00:00 GMT")

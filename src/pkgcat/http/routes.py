@@ -104,10 +104,13 @@ async def details(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
     package_id = package_identifier(query.get("package", ""))
-    key = ("details", package_id, *view(caller))
+    # Live: the downloads counted so far are part of the key (a worker's own commits and,
+    # on PostgreSQL, every other's notifications drop what the counter keeps of them).
+    counted = await service.counted_downloads(package_id)
+    key = ("details", package_id, counted, *view(caller))
     body = cache.get(caller.generation, key)
     if body is None:
-        package = await service.package_details(caller, package_id)
+        package = service.with_downloads(await service.package_details(caller, package_id), counted)
         body = envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
         cache.put(caller.generation, key, body)
     return body
@@ -137,6 +140,7 @@ ROUTES: dict[str, Handler] = routes(
         "source/packages": seller.source_packages,
         "package/check": seller.check,
         "source/sales": seller.sales,
+        "package/downloads": seller.downloads,
     }
 )
 """Path to handler of each served operation of the table (:mod:`pkgcat.http.operations`):

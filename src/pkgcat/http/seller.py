@@ -78,6 +78,19 @@ async def check(
     return body
 
 
+_DAYS = BY_NAME["package/downloads"].parameter("days")
+
+
+async def downloads(
+    service: CatalogueService, caller: Caller, query: Query, _cache: ResponseCache
+) -> bytes:
+    """Not kept: today's count moves with every download, which no generation follows."""
+    days = _DAYS.integer(query) if "days" in query else None
+    calendar = service.downloads_calendar(caller, days, query.get("start"), query.get("end"))
+    report = await service.downloads(caller, query.get("package", ""), calendar)
+    return envelope(shapes.downloads_body(report, caller.shape))
+
+
 async def sales(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:

@@ -123,7 +123,10 @@ def _database(
         from pkgcat.storage.postgres.connection import PostgresDatabase
 
         pg = PostgresDatabase(settings.database_url, pool_size=settings.database_pool_size)
-        return PostgresCatalogue(pg), PostgresChanges(pg), PostgresCounter(pg), pg.pool_use
+        feed = PostgresChanges(pg)
+        pg_counter = PostgresCounter(pg, told=feed.listening)
+        feed.on_downloads = pg_counter.forget_downloads
+        return PostgresCatalogue(pg), feed, pg_counter, pg.pool_use
     raise ValueError(
         f"PKGCAT_DATABASE_URL: pkgcat runs on sqlite:/// or postgresql://, not {backend!r}"
     )

@@ -423,5 +423,14 @@ class CachedUsage:
             self._history.put(generation, (application_id, first), history)
         return history[1] | await self._counter.usage(application_id, recent, last)
 
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
+        await self._counter.record_download(package, day, count)
+
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        return await self._counter.downloads(package, first, last)
+
+    async def downloads_total(self, package: str) -> int:
+        return await self._counter.downloads_total(package)
+
     async def close(self) -> None:
         await self._counter.close()

@@ -230,7 +230,8 @@ class CatalogueReader(Protocol):
 
 
 class UsageCounter(Protocol):
-    """Durable per-day request counts (also by operation), and the last-used time of each key."""
+    """Durable per-day request counts (also by operation), the last-used time of each key, and
+    the served repository's whole downloads per package and day."""
 
     async def record(
         self,
@@ -284,6 +285,29 @@ class UsageCounter(Protocol):
         """Counted requests per day and operation between ``first`` and ``last`` inclusive.
 
         Days and operations with none are absent.
+        """
+        ...
+
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
+        """Count one whole download of ``package``'s file on ``day`` (UTC); ``count=-1`` takes
+        back one counted before its file went out, when the file could not be sent.
+
+        Committed with the requests' counts of the same batch (the same group
+        commit); durable when the call returns, and raises when the commit failed.
+        """
+        ...
+
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        """Counted downloads of ``package`` per day between ``first`` and ``last`` inclusive
+        (days with none absent), including every count any process has committed."""
+        ...
+
+    async def downloads_total(self, package: str) -> int:
+        """Every counted download of ``package``: what details adds to the imported figure.
+
+        A backend may keep it between calls while it is told of every change
+        (PostgreSQL's notifications); it is never older than the last
+        :meth:`record_download` of this process.
         """
         ...
 

@@ -133,6 +133,33 @@ def retractions(taken: dict[tuple[int, str, str], int]) -> dict[str, list[tuple[
     }
 
 
+# Parameters: package, day, count: a batch's whole downloads of one package on one UTC day.
+INCREMENT_DOWNLOADS = """
+INSERT INTO download_days (package, day, count) VALUES (?, ?, ?)
+ON CONFLICT (package, day) DO UPDATE SET count = download_days.count + excluded.count
+"""
+
+DOWNLOADS = """
+SELECT day, count FROM download_days WHERE package = ? AND day >= ? AND day <= ?
+"""
+
+# Parameters: package, count: the same batch's downloads of one package, every day together.
+INCREMENT_DOWNLOAD_TOTAL = """
+INSERT INTO download_totals (package, count) VALUES (?, ?)
+ON CONFLICT (package) DO UPDATE SET count = download_totals.count + excluded.count
+"""
+
+DOWNLOADS_TOTAL = "SELECT count FROM download_totals WHERE package = ?"
+
+
+def downloads_by_package(downloads: dict[tuple[str, str], int]) -> list[tuple[str, int]]:
+    """A batch's downloads by (package, day) as each package's sum: ``download_totals``' rows."""
+    totals: dict[str, int] = {}
+    for (package, _), n in downloads.items():
+        totals[package] = totals.get(package, 0) + n
+    return sorted(totals.items())
+
+
 def operations_by_day(found: Iterable[Row]) -> dict[date, dict[str, int]]:
     """``USAGE_OPERATIONS``' rows as each day's counts by operation."""
     days: dict[date, dict[str, int]] = {}

@@ -430,3 +430,20 @@ idempotency_records = Table(
     Column("expires_at", BigInteger, nullable=False, index=True),
 )
 """The answer of each write sent with an ``Idempotency-Key``, until it expires (migration 0007)."""
+
+download_days = Table(
+    "download_days",
+    metadata,
+    Column("package", String(255), primary_key=True),
+    Column("day", String(10), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
+"""Whole .deb files served, per package identifier and UTC day (migration 0008)."""
+
+download_totals = Table(
+    "download_totals",
+    metadata,
+    Column("package", String(255), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+)
+"""Each package's sum of ``download_days``, kept in the same commit: details reads one row."""

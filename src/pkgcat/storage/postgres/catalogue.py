@@ -18,12 +18,14 @@ import contextlib
 import contextvars
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
 from pkgcat.storage import rows, seller_rows
 from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
 from pkgcat.storage.postgres.connection import PostgresDatabase
+from pkgcat.storage.postgres.counter import DOWNLOADS_CHANNEL
 
 log = logging.getLogger("pkgcat.storage.postgres")
 
@@ -57,6 +59,16 @@ class PostgresChanges:
         self._task: asyncio.Task[None] | None = None
         self._lost: asyncio.Event | None = None
         self._closed = False
+        self.on_downloads: Callable[[], None] | None = None
+        """Called on each ``pkgcat_downloads`` notification, and when the listener is lost."""
+
+    def listening(self) -> bool:
+        """Whether notifications are being received now (a change from now on is told)."""
+        return self._value >= 0
+
+    def _downloads(self, *_args: Any) -> None:
+        if self.on_downloads is not None:
+            self.on_downloads()
 
     def current(self) -> int:
         if self._task is None and not self._closed:
@@ -76,6 +88,7 @@ class PostgresChanges:
 
     def _terminated(self, _connection: Any) -> None:
         self._value = -1  # changes may be missed from now on: trust no cache
+        self._downloads()
         if self._lost is not None:
             self._lost.set()
 
@@ -89,6 +102,8 @@ class PostgresChanges:
                 connection = await self._database.connect()
                 connection.add_termination_listener(self._terminated)
                 await connection.add_listener(CHANNEL, self._notified)
+                await connection.add_listener(DOWNLOADS_CHANNEL, self._downloads)
+                self._downloads()  # anything kept from before may have been missed
                 # Read after listening starts: a change committed in between is not missed.
                 value = await connection.fetchval(rows.GENERATION)
                 self._value = -1 if value is None else max(self._value, int(value))
@@ -100,6 +115,7 @@ class PostgresChanges:
                 raise
             except Exception as error:
                 self._value = -1
+                self._downloads()
                 if not down:
                     log.warning(
                         "cannot listen for catalogue changes on %s (%s); caches are off until it works",

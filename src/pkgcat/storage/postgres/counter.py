@@ -35,6 +35,15 @@ cancelled while its batch was in flight, if that batch lands, is taken back
 (:meth:`PostgresCounter.retract`) by the next batch, as are the counts of
 requests answered 503 after their count landed: as negative counts in the
 same statement.
+
+Whole downloads of the served repository (:meth:`PostgresCounter.record_download`)
+join the batch too, a third INSERT of the same statement into ``download_days``
+(one row per package and UTC day, in that order). Each worker keeps the
+counted total of the packages details asked for, and drops them all when the
+``pkgcat_downloads`` notification of a commit arrives (migration 0008), or
+while it is not listening.
+
+Downloads ride under the same cutoff: a batch too late counts none of them.
 """
 
 from __future__ import annotations
@@ -76,6 +85,19 @@ WITH counted AS (
     FOR KEY SHARE OF a
     ON CONFLICT (application_id, day, operation)
     DO UPDATE SET count = usage_operations.count + excluded.count
+), downloaded AS (
+    INSERT INTO download_days (package, day, count)
+    SELECT d.package, d.day, d.count
+    FROM unnest($9::text[], $10::text[], $11::bigint[]) AS d(package, day, count)
+    WHERE statement_timestamp() < to_timestamp($8::float8)
+    ORDER BY d.package, d.day
+    ON CONFLICT (package, day) DO UPDATE SET count = download_days.count + excluded.count
+), totalled AS (
+    INSERT INTO download_totals (package, count)
+    SELECT t.package, t.count FROM unnest($12::text[], $13::bigint[]) AS t(package, count)
+    WHERE statement_timestamp() < to_timestamp($8::float8)
+    ORDER BY t.package
+    ON CONFLICT (package) DO UPDATE SET count = download_totals.count + excluded.count
 )
 SELECT application_id, day, count FROM counted
 UNION ALL  -- a row of nulls: too late, nothing counted
@@ -91,11 +113,18 @@ FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
 WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
 """
 _USAGE = rows.numbered(rows.USAGE)
+_DOWNLOADS = rows.numbered(rows.DOWNLOADS)
+_DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
+_LANDED = Counted(1, -1)
+"""What a download's waiter gets once its batch has landed."""
+DOWNLOADS_CHANNEL = "pkgcat_downloads"
+"""Notified (migration 0008) by every commit that changes ``download_days``."""
 _NEVER = float("inf")
 """The cutoff of a batch with no deadline (PostgreSQL reads it as ``infinity``)."""
 
-Waiter = tuple["asyncio.Future[Counted]", tuple[int, str], str, float]
-"""A waiting request's future, the (application, day) of its count, its operation and cutoff."""
+Waiter = tuple["asyncio.Future[Counted]", tuple[int, str] | None, str, float]
+"""A waiting request's future, the (application, day) of its count (None: a download), its
+operation and cutoff."""
 
 
 class Batch(NamedTuple):
@@ -106,6 +135,7 @@ class Batch(NamedTuple):
     touches: dict[int, int]
     retracted: dict[tuple[int, str, str], int]
     cutoff: float
+    downloads: dict[tuple[str, str], int]
 
 
 class TooLate(TimeoutError):
@@ -118,10 +148,21 @@ _USAGE_OPERATIONS = rows.numbered(rows.USAGE_OPERATIONS)
 class PostgresCounter:
     """:class:`~pkgcat.storage.interfaces.UsageCounter` on PostgreSQL; one per event loop."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(
+        self, database: PostgresDatabase, *, told: Callable[[], bool] | None = None
+    ) -> None:
+        """``told``: whether this worker is listening for ``pkgcat_downloads`` now (then
+        :meth:`forget_downloads` is called on each notification); without it no total is kept."""
         self._database = database
+        self._told = told
         self._last_used = LastUsed()
         self._touches: dict[int, int] = {}
+        # (package, UTC day) -> whole downloads of the next batch
+        self._downloads: dict[tuple[str, str], int] = {}
+        # package -> counted downloads, while notifications say nothing changed
+        self._totals: dict[str, int] = {}
+        self._forgotten = 0
+        """How many times the totals were dropped: a read that saw it move keeps nothing."""
         # Each waiting request's future, the (application, day) of its count, its operation
         # and cutoff, resolved with that day's count by the batch that carries it.
         self._waiters: list[Waiter] = []
@@ -151,6 +192,55 @@ class PostgresCounter:
         )
         return rows.operations_by_day(found)
 
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        if "\x00" in package:  # as in downloads_total
+            return {}
+        pool = await self._database.pool()
+        found = await pool.fetch(_DOWNLOADS, package, first.isoformat(), last.isoformat())
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
+    async def downloads_total(self, package: str) -> int:
+        known = self._totals.get(package)
+        if known is not None:
+            return known
+        if "\x00" in package:  # PostgreSQL text cannot hold it: no package is named so
+            return 0
+        listening = self._told is not None and self._told()
+        before = self._forgotten
+        pool = await self._database.pool()
+        total = int(await pool.fetchval(_DOWNLOADS_TOTAL, package) or 0)
+        # Kept only if the listener was up before the read and told of no change during it.
+        if listening and before == self._forgotten:
+            if len(self._totals) >= 10_000:
+                self._totals.clear()
+            self._totals[package] = total
+        return total
+
+    def forget_downloads(self) -> None:
+        """Some worker committed downloads (or notifications may have been missed)."""
+        self._forgotten += 1
+        self._totals.clear()
+
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
+        key = (package, day.isoformat())
+        self._downloads[key] = self._downloads.get(key, 0) + count
+        try:
+            await self._enqueue(None, "", _NEVER)
+        finally:
+            self.forget_downloads()  # not waiting for our own notification
+
+    def _enqueue(
+        self, key: tuple[int, str] | None, operation: str, cutoff: float
+    ) -> asyncio.Future[Counted]:
+        """A future resolved by the batch that carries this count (``key`` None: a download)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Counted] = loop.create_future()
+        self._waiters.append((waiter, key, operation, cutoff))
+        if len(self._waiters) == 1 and self._in_flight is None:
+            # After the callbacks already queued: the requests of this turn join in.
+            loop.call_soon(self._send)
+        return waiter
+
     async def record(
         self,
         application_id: int,
@@ -163,12 +253,7 @@ class PostgresCounter:
         key = (application_id, day.isoformat())
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[Counted] = loop.create_future()
-        self._waiters.append((waiter, key, operation, _NEVER if cutoff is None else cutoff))
-        if len(self._waiters) == 1 and self._in_flight is None:
-            # After the callbacks already queued: the requests of this turn join in.
-            loop.call_soon(self._send)
+        waiter = self._enqueue(key, operation, _NEVER if cutoff is None else cutoff)
         # A caller going away cancels only its own future (and its count, if its batch has
         # not left yet): the batch goes on for the others.
         try:
@@ -190,6 +275,7 @@ class PostgresCounter:
             return
         touches, waiters, retracted = self._touches, self._waiters, self._retracted
         self._touches, self._waiters, self._retracted = {}, [], {}
+        downloads, self._downloads = self._downloads, {}
         counts: dict[tuple[int, str], int] = {}
         operations: dict[tuple[int, str, str], int] = {}
         cutoff = _NEVER
@@ -199,6 +285,8 @@ class PostgresCounter:
                 continue
             carried.append(waiter)
             _, key, operation, until = waiter
+            if key is None:  # a download: counted in ``downloads``
+                continue
             counts[key] = counts.get(key, 0) + 1
             split = (*key, operation)
             operations[split] = operations.get(split, 0) + 1
@@ -210,14 +298,14 @@ class PostgresCounter:
             operations[a, d, operation] = operations.get((a, d, operation), 0) - n
         self._flying = len(carried)
         self._in_flight = asyncio.get_running_loop().create_task(
-            self._commit(carried, Batch(counts, operations, touches, retracted, cutoff))
+            self._commit(carried, Batch(counts, operations, touches, retracted, cutoff, downloads))
         )
 
     async def _commit(self, waiters: list[Waiter], batch: Batch) -> None:
         started = time.perf_counter()
         landed = False
         try:
-            found = await self._count(batch) if batch.counts else []
+            found = await self._count(batch) if batch.counts or batch.downloads else []
             if found and found[-1]["application_id"] is None:
                 raise TooLate("the batch reached the database after its requests' deadline")
         except BaseException as error:
@@ -231,6 +319,10 @@ class PostgresCounter:
             # The generation is not read here: the change feed pushes it (-1: not known).
             totals = {(row["application_id"], row["day"]): int(row["count"]) for row in found}
             for waiter, key, operation, _ in waiters:
+                if key is None:  # a download
+                    if not waiter.done():
+                        waiter.set_result(_LANDED)
+                    continue
                 requests = totals.get(key, 0)
                 if not waiter.done():
                     waiter.set_result(Counted(requests, -1))
@@ -249,6 +341,8 @@ class PostgresCounter:
         """The batch's counts, in one statement; its last-used times, in a second."""
         ordered = sorted(batch.counts.items())
         split = sorted(batch.operations.items())
+        fetched = sorted(batch.downloads.items())
+        per_package = rows.downloads_by_package(batch.downloads)
         key_ids = sorted(batch.touches)
         pool = await self._database.pool()
         found: list[Any] = await pool.fetch(
@@ -261,6 +355,11 @@ class PostgresCounter:
             [o for (_, _, o), _ in split],
             [n for _, n in split],
             batch.cutoff,
+            [p for (p, _), _ in fetched],
+            [d for (_, d), _ in fetched],
+            [n for _, n in fetched],
+            [p for p, _ in per_package],
+            [n for _, n in per_package],
         )
         if key_ids and not (found and found[-1]["application_id"] is None):
             await pool.execute(_TOUCH, key_ids, [batch.touches[k] for k in key_ids])

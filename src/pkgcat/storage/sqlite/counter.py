@@ -15,6 +15,11 @@ out of it; one cancelled just after, or answered 503 for a later failure, is
 taken back (:meth:`SqliteCounter.retract`) by the next commit: a 503 is never
 counted.
 
+The same transaction adds the batch's whole downloads of the served repository
+to ``download_days`` (:meth:`SqliteCounter.record_download`, one row per
+package and UTC day) and to ``download_totals``, under the same rules: the
+download's caller resumes once they are committed.
+
 The same transaction adds the batch's counts by operation to
 ``usage_operations``: one row per (application, day, operation) of the batch,
 in one ``executemany``, and only for the counts that landed in ``usage_days``.
@@ -60,6 +65,8 @@ log = logging.getLogger("pkgcat.storage")
 
 _DROPPED = Counted(0, -1)
 """A count the commit dropped: its key or application had gone."""
+_LANDED = Counted(1, -1)
+"""What a download's waiter gets once its commit has landed."""
 
 CHECKPOINT_INTERVAL = 1.0
 """Seconds between two WAL checkpoints started by the server (each on its own thread)."""
@@ -95,10 +102,12 @@ class SqliteCounter:
         # Each waiting request's future, the (application, key, day) of its count and its
         # operation, resolved by the commit that carries it; the batch's counts are added up
         # from them at the commit, without the requests cancelled by then.
-        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str], str]] = []
+        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str] | None, str]] = []
         self._scheduled = False
         # (application, day, operation) -> counts to take back with the next commit.
         self._retracted: dict[tuple[int, str, str], int] = {}
+        # (package, UTC day) -> whole downloads of the batch; their waiters' key is None.
+        self._downloads: dict[tuple[str, str], int] = {}
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -128,6 +137,44 @@ class SqliteCounter:
         ).fetchall()
         return rows.operations_by_day(found)
 
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        found = self._database.db.execute(
+            rows.DOWNLOADS, (package, first.isoformat(), last.isoformat())
+        ).fetchall()
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
+    async def downloads_total(self, package: str) -> int:
+        # One primary-key read on the loop's thread (microseconds): every worker's commits
+        # are in the file, so nothing needs telling.
+        found = self._database.db.execute(rows.DOWNLOADS_TOTAL, (package,)).fetchone()
+        return 0 if found is None else int(found[0])
+
+    async def record_download(self, package: str, day: date, count: int = 1) -> None:
+        loop = self._own_loop()
+        key = (package, day.isoformat())
+        self._downloads[key] = self._downloads.get(key, 0) + count
+        await self._enqueue(loop, None, "")
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            if self._loop is not None:
+                raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
+            self._loop = loop
+        return loop
+
+    def _enqueue(
+        self, loop: asyncio.AbstractEventLoop, key: tuple[int, int, str] | None, operation: str
+    ) -> asyncio.Future[Counted]:
+        """A future resolved by the commit that carries this count (``key`` None: a download)."""
+        waiter: asyncio.Future[Counted] = loop.create_future()
+        self._waiters.append((waiter, key, operation))
+        if not self._scheduled:  # the first of a batch: no commit is scheduled yet
+            self._scheduled = True
+            # Runs after the callbacks already queued: the requests of this turn join in.
+            loop.call_soon(self._commit)
+        return waiter
+
     async def record(
         self,
         application_id: int,
@@ -137,20 +184,11 @@ class SqliteCounter:
         operation: str,
         cutoff: float | None = None,  # noqa: ARG002 - a commit here is on this thread, never late
     ) -> Counted:
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            if self._loop is not None:
-                raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
-            self._loop = loop
+        loop = self._own_loop()
         key = (application_id, key_id, day.isoformat())
         if self._last_used.due(key_id, when):
             self._touches[key_id] = when
-        waiter: asyncio.Future[Counted] = loop.create_future()
-        self._waiters.append((waiter, key, operation))
-        if not self._scheduled:  # the first of a batch: no commit is scheduled yet
-            self._scheduled = True
-            # Runs after the callbacks already queued: the requests of this turn join in.
-            loop.call_soon(self._commit)
+        waiter = self._enqueue(loop, key, operation)
         # A caller going away cancels only its own future, and its count is left out of the
         # commit; the commit goes on for the others.
         try:
@@ -175,12 +213,12 @@ class SqliteCounter:
         counts: dict[tuple[int, int, str], int] = {}
         operations: dict[tuple[int, int, str, str], int] = {}
         for waiter, key, operation in self._waiters:
-            if waiter.done():  # cancelled: its request has been answered without it
+            if key is None or waiter.done():  # a download; or cancelled, answered without it
                 continue
             counts[key] = counts.get(key, 0) + 1
             split = (*key, operation)
             operations[split] = operations.get(split, 0) + 1
-        if not counts and not self._retracted and not self._touches:
+        if not counts and not self._retracted and not self._touches and not self._downloads:
             self._finish(None)
             return
         try:
@@ -199,6 +237,12 @@ class SqliteCounter:
                         live.add((a, k, d))
                 db.executemany(rows.INCREMENT_OPERATION, _split(operations, live))
                 db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
+                db.executemany(
+                    rows.INCREMENT_DOWNLOADS, [(p, d, n) for (p, d), n in self._downloads.items()]
+                )
+                db.executemany(
+                    rows.INCREMENT_DOWNLOAD_TOTAL, rows.downloads_by_package(self._downloads)
+                )
                 generation = read_generation(db)
                 db.execute("COMMIT")
             finally:
@@ -246,10 +290,11 @@ class SqliteCounter:
         self._busy_since = None
         self._scheduled = False
         self._touches = {}
+        self._downloads = {}
         for waiter, key, _ in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
-                    waiter.set_result(counted.get(key, _DROPPED))
+                    waiter.set_result(_LANDED if key is None else counted.get(key, _DROPPED))
                 else:
                     waiter.set_exception(error)
         if error is None:

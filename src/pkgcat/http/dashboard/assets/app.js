@@ -6,7 +6,7 @@ import { download, toCsv } from "./csv.js";
 import { addDays, dayOf, daysBetween, fromUnits, toUnits, unitsToNumber } from "./numbers.js";
 
 const $ = (selector) => document.querySelector(selector);
-const VIEWS = ["usage", "packages", "sales", "buyers"];
+const VIEWS = ["usage", "packages", "downloads", "sales", "buyers"];
 const BUYERS_PAGE = 25;
 
 const state = {
@@ -15,6 +15,7 @@ const state = {
   packages: null,
   sort: { key: "package", ascending: true },
   sales: null,
+  downloads: null, // the package whose downloads are shown
   buyers: { package: null, cursors: [""], index: 0 },
   retry: null,
   sequence: 0, // answers to a superseded request are dropped
@@ -199,7 +200,10 @@ function signOut() {
   state.sequence++;
   for (const canvas of document.querySelectorAll("canvas")) charts.clear(canvas);
   for (const tbody of document.querySelectorAll("tbody")) tbody.replaceChildren();
-  for (const figure of ["#usage-today", "#rate-limit", "#rate-remaining"]) $(figure).textContent = "–";
+  for (const figure of ["#usage-today", "#rate-limit", "#rate-remaining", "#downloads-today", "#downloads-total"]) {
+    $(figure).textContent = "–";
+  }
+  state.downloads = null;
   for (const field of ["#sales-start", "#sales-end"]) $(field).value = "";
   $("#buyers-summary").textContent = "";
   clearNotice();
@@ -229,6 +233,7 @@ function open(view) {
   $(`#${view}-title`).focus();
   if (view === "usage") loadUsage();
   else if (view === "packages") loadPackages();
+  else if (view === "downloads") prepareDownloads();
   else if (view === "sales") prepareSales();
   else if (view === "buyers") prepareBuyers();
 }
@@ -247,6 +252,7 @@ const OPERATIONS = [
   "source/packages",
   "source/sales",
   "package/check",
+  "package/downloads",
 ];
 const UNSPLIT = "not split by operation";
 
@@ -655,6 +661,64 @@ $("#buyers-csv").addEventListener("click", () => {
     const buyers = await walk("package/buyers", { package: chosen, cursor: "" }, "buyers");
     download(`buyers-${chosen}.csv`, toCsv(BUYER_COLUMNS, buyers));
   });
+});
+
+// Downloads -----------------------------------------------------------------------------------
+
+function downloadsRange() {
+  return Number($("#downloads-range").value);
+}
+
+function prepareDownloads() {
+  run("downloads", async (current) => {
+    const mine = await packages();
+    if (!current()) return;
+    const chosen = state.downloads ?? mine[0]?.package ?? null;
+    $("#downloads-package").replaceChildren(
+      ...mine.map((item) => new Option(`${item.name} (${item.package})`, item.package, false, item.package === chosen)),
+    );
+    if (chosen === null) return;
+    state.downloads = chosen;
+    loadDownloads();
+  });
+}
+
+function loadDownloads() {
+  const chosen = state.downloads;
+  if (chosen === null) return;
+  run("downloads", async (current) => {
+    // The last ``range`` days, today included (UTC days: a download has no time zone).
+    const report = await call("package/downloads", { package: chosen, days: downloadsRange() - 1 });
+    if (current()) renderDownloads(report);
+  });
+}
+
+function renderDownloads(report) {
+  const labels = report.downloads.map((entry) => entry.day);
+  const counts = report.downloads.map((entry) => Number(entry.downloads));
+  charts.draw($("#downloads-chart"), "bar", labels, [{ label: report.package, data: counts }], {
+    yTitle: "downloads",
+  });
+  $("#downloads-today").textContent = String(counts[counts.length - 1] ?? 0);
+  $("#downloads-total").textContent = String(report.total);
+  fill($("#downloads-table tbody"), labels.map((day, index) => index).reverse(), (tr, index) => {
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = labels[index];
+    tr.append(th);
+    cell(tr, counts[index], "num");
+  });
+}
+
+$("#downloads-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.downloads = $("#downloads-package").value;
+  loadDownloads();
+});
+
+$("#downloads-range").addEventListener("change", () => {
+  state.downloads = $("#downloads-package").value;
+  loadDownloads();
 });
 
 // Start ---------------------------------------------------------------------------------------

@@ -1,0 +1,265 @@
+"""Counted downloads: whole .deb files served, per package and day, and what reads them.
+
+Files are published and fetched through the served app, on each database and
+with the directory store and S3; the counts are then read back through the API
+(``package/downloads.json`` and details), as a seller would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import MutableMapping
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pkgcat.repository.grants import Grants
+from pkgcat.repository.indexes import PoolEntry
+from pkgcat.repository.keys import download_key
+from pkgcat.storage.engine import engine_for
+from tests.conftest import Api, AppFactory
+from tests.debs import build_deb
+from tests.repository.conftest import Publisher
+from tests.repository.test_served import (
+    PASSPHRASE,
+    _filenames,
+    _repository_app,
+    fetch,
+    publish_alpha,
+)
+from tests.servers import (
+    PKGCAT,
+    children,
+    downloads_counted,
+    environment,
+    kill_marked,
+    poll,
+    running,
+    seed,
+    serving,
+)
+
+DOWNLOADS = "/1.0/package/downloads.json"
+DETAILS = "/1.0/package/details.json"
+
+
+@pytest.fixture(params=("directory", "s3"))
+def counted(
+    request: pytest.FixtureRequest,
+    make_api: AppFactory,
+    pkgcat: Publisher,
+    cli_env: dict[str, str],
+    tmp_path: Path,
+) -> tuple[Api, dict[str, Path]]:
+    """The test catalogue's free and paid packages of Alpha published and served, downloads counted."""
+    store, files = publish_alpha(request, pkgcat, cli_env, tmp_path)
+    return make_api(repository_passphrase=PASSPHRASE, **store), files
+
+
+def _series(api: Api, package: str, **params: str) -> dict[str, object]:
+    answer = api.get(DOWNLOADS, api.keys["alpha-a"], package=package, **params)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, object] = answer.json()["response"]
+    return body
+
+
+def _total_download(api: Api, package: str) -> int:
+    return int(
+        api.get(DETAILS, api.keys["alpha-a"], package=package).json()["response"]["total_download"]
+    )
+
+
+def test_whole_downloads_are_counted_once_each_and_show_in_details(
+    counted: tuple[Api, dict[str, Path]],
+) -> None:
+    api, files = counted
+    imported = _total_download(api, "com.alpha.free")
+    path = "/repo/" + _filenames(api)["com.alpha.free"]
+    data = files["free"].read_bytes()
+    for _ in range(3):
+        whole = fetch(api, path)
+        assert whole.status_code == 200
+        assert whole.content == data
+    assert fetch(api, path, Range="bytes=100-1099").status_code == 206  # a part: not counted
+    assert api.http.head(path).status_code == 200  # no body: not counted
+    assert fetch(api, path, Range=f"bytes={len(data) + 5}-").status_code == 416
+    # A resumed download: the first part, then the rest to the last byte: counted once.
+    assert fetch(api, path, Range="bytes=0-999").content == data[:1000]
+    assert fetch(api, path, Range="bytes=1000-").content == data[1000:]
+    assert fetch(api, path, Range="bytes=0-").content == data  # the whole file, as 200
+
+    series = _series(api, "com.alpha.free", days="2")
+    assert series["downloads"] == [
+        {"day": "2024-03-29", "downloads": 0},
+        {"day": "2024-03-30", "downloads": 0},
+        {"day": "2024-03-31", "downloads": 5},
+    ]
+    assert series["total"] == 5
+    assert (series["start"], series["end"]) == ("2024-03-29", "2024-03-31")
+    assert _total_download(api, "com.alpha.free") == imported + 5  # live, past the cache
+    fetch(api, path)
+    assert _total_download(api, "com.alpha.free") == imported + 6
+    assert _series(api, "com.alpha.free", start="2024-03-31", end="2024-03-31")["total"] == 6
+
+
+def test_a_paid_download_counts_once_through_its_grant(
+    counted: tuple[Api, dict[str, Path]], database_url: str
+) -> None:
+    api, files = counted
+    path = "/repo/" + _filenames(api)["com.alpha.paid"]
+    assert fetch(api, path).status_code == 402
+    engine = engine_for(database_url)
+    try:
+        grants = Grants(download_key(engine, PASSPHRASE), 120)
+    finally:
+        engine.dispose()
+    url = grants.make(path, int(time.time()))
+    assert fetch(api, url).content == files["paid"].read_bytes()
+    assert fetch(api, url).status_code == 410  # spent: refused, and not counted
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+def test_the_downloads_of_a_package_are_its_own_sources_and_shaped(
+    counted: tuple[Api, dict[str, Path]],
+) -> None:
+    api, _ = counted
+    fetch(api, "/repo/" + _filenames(api)["com.alpha.free"])
+    other = api.get(DOWNLOADS, api.keys["beta-a"], package="com.alpha.free")
+    assert other.json()["code"] == 12
+    shaped = api.get(DOWNLOADS, api.keys["alpha-b"], package="com.alpha.free", days="1").json()
+    assert shaped["response"]["downloads"] == [
+        {"day": "30-03-2024", "downloads": 0},
+        {"day": "31-03-2024", "downloads": 1},
+    ]
+    both = api.get(
+        DOWNLOADS, api.keys["alpha-a"], package="com.alpha.free", days="1", end="2024-03-31"
+    )
+    assert both.json()["code"] == 2
+    assert both.json()["response"].startswith("days")
+    unknown = api.get(DOWNLOADS, api.keys["alpha-a"], package="no.such.package")
+    assert unknown.json()["code"] == 8
+
+
+def _serve_one_file(tmp_path: Path, database_url: str, size: int) -> tuple[dict[str, str], Path]:
+    """A demo catalogue with one free .deb of about ``size`` bytes published, directory store."""
+    env = environment(database_url, blob_dir=str(tmp_path / "blobs"))
+    source = seed(env)[0]["source"]
+    deb = build_deb(tmp_path, "com.example.counted", "1.0", payload=secrets.token_hex(size))
+    published = subprocess.run(
+        [PKGCAT, "publish", str(deb), "--source", source],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert published.returncode == 0, published.stderr
+    return env, deb
+
+
+def _pool_path(base: str) -> str:
+    packages = httpx.get(f"{base}/repo/Packages", timeout=10).text
+    (filename,) = (
+        line.removeprefix("Filename: ")
+        for line in packages.splitlines()
+        if line.startswith("Filename: ")
+    )
+    return f"/repo/{filename}"
+
+
+WAYS = {"whole": 0, "resumed": 1000}
+"""How a download ends: a whole file (200), or a range to the file's end (206), both
+streamed with their last byte held back until the count is committed."""
+
+
+@pytest.mark.parametrize("way", [*sorted(WAYS), "zero-copy"])
+def test_no_download_is_lost_when_its_worker_is_killed_right_after(
+    tmp_path: Path, database_url: str, way: str
+) -> None:
+    """Downloads answered, the last one's worker killed (SIGKILL) as soon as it is
+    received: every one is counted."""
+    env, deb = _serve_one_file(tmp_path, database_url, 100_000)
+    if way == "zero-copy":  # sent from disk in one message, counted before it goes
+        env["PKGCAT_DOWNLOAD_ZERO_COPY"] = "true"
+    data, start = deb.read_bytes(), WAYS.get(way, 0)
+    try:
+        with serving(env, tmp_path / "server.log") as served:
+            path = _pool_path(served.base)
+            (worker,) = children(served.process.pid)
+            headers = {"Range": f"bytes={start}-"} if start else {}
+            with httpx.Client(base_url=served.base, headers=headers, timeout=10) as client:
+                for _ in range(3):
+                    assert client.get(path).content == data[start:]
+            os.kill(worker.pid, signal.SIGKILL)
+            poll(lambda: None if running(worker) else True, "the killed worker exits")
+        assert downloads_counted(database_url, "com.example.counted") == 3
+    finally:
+        kill_marked(database_url)
+
+
+@pytest.mark.parametrize("gone", [False, True])
+def test_the_last_byte_waits_for_the_count_and_a_client_gone_is_not_counted(
+    counted: tuple[Api, dict[str, Path]], gone: bool
+) -> None:
+    """The repository app driven as a server drives it: every byte but the last, then the
+    count, then the last byte; nothing counted when the server has said the client left."""
+    api, files = counted
+    path = "/repo/" + _filenames(api)["com.alpha.free"]
+    repository = _repository_app(api)
+    events: list[tuple[str, int]] = []
+    counter = repository.on_download
+
+    async def count(entry: PoolEntry, n: int) -> None:
+        events.append(("counted", n))
+        await counter(entry, n)
+
+    async def receive() -> dict[str, object]:
+        if gone:
+            return {"type": "http.disconnect"}
+        await asyncio.Event().wait()  # a client that stays: no message until the end
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, object]) -> None:
+        if message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            assert isinstance(body, bytes)
+            events.append(("body", len(body)))
+
+    async def drive() -> None:
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": path,
+            "root_path": "/repo",
+            "headers": [],
+            "query_string": b"",
+        }
+        await repository(scope, receive, send)
+
+    repository.on_download = count
+    try:
+        # The app's storage lives on the test client's loop: drive it there.
+        api.http.portal.call(drive)  # type: ignore[union-attr]
+    finally:
+        repository.on_download = counter
+    size = files["free"].stat().st_size
+    assert sum(n for kind, n in events if kind == "body") == size
+    assert events[-1] == ("body", 1)  # the last byte, alone, last
+    if gone:
+        assert ("counted", 1) not in events
+        assert _series(api, "com.alpha.free", days="1")["total"] == 0
+    else:
+        assert events[-2] == ("counted", 1)  # committed before the last byte went
+        assert _series(api, "com.alpha.free", days="1")["total"] == 1
+
+
+def _ready(base: str) -> bool | None:
+    try:
+        return True if httpx.get(f"{base}/readyz", timeout=1).status_code == 200 else None
+    except httpx.TransportError:
+        return None
