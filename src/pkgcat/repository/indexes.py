@@ -28,6 +28,7 @@ import gzip
 import hashlib
 import lzma
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -41,11 +42,20 @@ from pkgcat.storage.served import ServedFile, Snapshot
 COMPRESSIONS: dict[str, Callable[[bytes], bytes]] = {
     "": lambda data: data,
     ".gz": lambda data: gzip.compress(data, compresslevel=9, mtime=0),
-    ".xz": lambda data: lzma.compress(data, preset=6),
+    ".xz": lambda data: lzma.compress(data, preset=1),
     ".bz2": lambda data: bz2.compress(data, 9),
-    ".zst": lambda data: zstandard.ZstdCompressor(level=19).compress(data),
+    ".zst": lambda data: zstandard.ZstdCompressor(level=9).compress(data),
 }
-"""Each Packages file's suffix and compressor (deterministic: no names, no times)."""
+"""Each Packages file's suffix and compressor (deterministic: no names, no times).
+
+The levels are chosen for a rebuild of Debian main's size within seconds
+(docs/benchmarks.md, "The served repository"): xz at preset 6 and zstd at level 19
+took 56 s and 77 s of one CPU for 63 MB of text and bought a few per cent of size."""
+COMPRESSORS = 4
+"""Threads that compress one Packages text (each compressor releases the GIL)."""
+
+Compressed = dict[str, bytes]
+"""A Packages text's files by suffix: the text itself (``""``) and each compression of it."""
 MEDIA_TYPES = {
     "": "text/plain; charset=utf-8",
     ".gz": "application/gzip",
@@ -95,6 +105,9 @@ class IndexSet:
     signed: bool = False
     carried: set[str] = field(default_factory=set)
     """By-hash files kept from the set before (see :func:`carry_by_hash`)."""
+    compressed: dict[str, Compressed] = field(default_factory=dict)
+    """Each Packages text's compressions, by the text's SHA-256: a repository whose text
+    did not change, or that holds the same text as another, is not compressed again."""
 
 
 def entity_tag(body: bytes) -> str:
@@ -158,32 +171,52 @@ def _release(
     return ("\n".join(lines) + "\n").encode()
 
 
+def compress_all(packages: bytes, known: dict[str, Compressed], pool: Executor) -> Compressed:
+    """Every compression of a Packages text: from ``known`` when it was made before, else
+    made now, the compressors side by side on ``pool``; added to ``known``."""
+    key = hashlib.sha256(packages).hexdigest()
+    found = known.get(key)
+    if found is None:
+        jobs = {
+            suffix: pool.submit(compress, packages) for suffix, compress in COMPRESSIONS.items()
+        }
+        found = known[key] = {suffix: job.result() for suffix, job in jobs.items()}
+    return found
+
+
 def _repository(
     prefix: str,
     served: list[ServedFile],
     identity: Identity,
     date: datetime,
     sign: Callable[[bytes], tuple[bytes, bytes]] | None,
-    out: dict[str, IndexFile],
+    out: IndexSet,
+    previous: dict[str, Compressed],
+    pool: Executor,
 ) -> None:
     """One repository's files into ``out``, under ``prefix`` (``""`` or ``sources/NAME/``)."""
     packages = "\n".join(stanza(file, identity.depictions) for file in served).encode()
-    indexes = {f"Packages{suffix}": compress(packages) for suffix, compress in COMPRESSIONS.items()}
+    key = hashlib.sha256(packages).hexdigest()
+    if key not in out.compressed and key in previous:
+        out.compressed[key] = previous[key]
+    made = compress_all(packages, out.compressed, pool)
+    indexes = {f"Packages{suffix}": body for suffix, body in made.items()}
     architectures = {f.architecture for f in served if f.architecture != "all"}
     release = _release(identity, indexes, date, architectures)
+    files = out.files
     for name, body in indexes.items():
         index = IndexFile(body, MEDIA_TYPES[name.removeprefix("Packages")], entity_tag(body), date)
-        out[prefix + name] = index
+        files[prefix + name] = index
         for field_name, algorithm in HASHES:
             digest = hashlib.new(algorithm, body).hexdigest()
-            out[f"{prefix}by-hash/{field_name}/{digest}"] = IndexFile(
+            files[f"{prefix}by-hash/{field_name}/{digest}"] = IndexFile(
                 body, index.media_type, index.etag, date, immutable=True
             )
-    out[prefix + "Release"] = IndexFile(release, MEDIA_TYPES[""], entity_tag(release), date)
+    files[prefix + "Release"] = IndexFile(release, MEDIA_TYPES[""], entity_tag(release), date)
     if sign is not None:
         inline, detached = sign(release)
-        out[prefix + "InRelease"] = IndexFile(inline, MEDIA_TYPES[""], entity_tag(inline), date)
-        out[prefix + "Release.gpg"] = IndexFile(detached, SIGNED, entity_tag(detached), date)
+        files[prefix + "InRelease"] = IndexFile(inline, MEDIA_TYPES[""], entity_tag(inline), date)
+        files[prefix + "Release.gpg"] = IndexFile(detached, SIGNED, entity_tag(detached), date)
 
 
 def build(
@@ -192,12 +225,14 @@ def build(
     sign: Callable[[bytes], tuple[bytes, bytes]] | None,
     *,
     period: int = 0,
+    previous: IndexSet | None = None,
 ) -> IndexSet:
     """Every repository's files from one snapshot; ``sign`` makes (InRelease, Release.gpg).
 
     ``period``: the start (unix seconds) of the current Valid-Until period, a
     floor under every Date so that a repository that has not changed is still
-    re-signed ahead of its expiry.
+    re-signed ahead of its expiry. ``previous``: the set served now, whose
+    compressions of unchanged Packages texts are taken over rather than made again.
     """
     found = IndexSet(snapshot.generation, period, signed=sign is not None)
     by_source: dict[str, list[ServedFile]] = {}
@@ -219,9 +254,12 @@ def build(
         )
         return datetime.fromtimestamp(changed, UTC)
 
-    _repository("", snapshot.files, identity, latest(snapshot.files), sign, found.files)
-    for source, files in by_source.items():
-        _repository(f"sources/{source}/", files, identity, latest(files), sign, found.files)
+    before = previous.compressed if previous is not None else {}
+    with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
+        _repository("", snapshot.files, identity, latest(snapshot.files), sign, found, before, pool)
+        for source, files in by_source.items():
+            when = latest(files)
+            _repository(f"sources/{source}/", files, identity, when, sign, found, before, pool)
     # One depiction per package: of the version details shows, else of its last file listed.
     chosen: dict[str, ServedFile] = {}
     for file in snapshot.files:

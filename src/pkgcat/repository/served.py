@@ -116,7 +116,7 @@ class ServedRepository:
         if served is not None and served.generation == generation and served.period == period:
             return
         started = time.monotonic()
-        built = await anyio.to_thread.run_sync(self._build, period)
+        built = await anyio.to_thread.run_sync(self._build, period, served)
         carry_by_hash(built, served)
         self._set = built
         log.info(
@@ -126,7 +126,7 @@ class ServedRepository:
             len(built.pool),
         )
 
-    def _build(self, period: int) -> IndexSet:
+    def _build(self, period: int, previous: IndexSet | None) -> IndexSet:
         engine = self.engine()
         snapshot = read_served(engine)
         keys = self._signers.current(engine)
@@ -142,7 +142,9 @@ class ServedRepository:
         def sign(release: bytes) -> tuple[bytes, bytes]:
             return clearsign(keys, release), detach_sign(keys, release)
 
-        built = build(snapshot, self._identity, sign if keys else None, period=period)
+        built = build(
+            snapshot, self._identity, sign if keys else None, period=period, previous=previous
+        )
         if keys:
             public = b"".join(bytes(key.extract_certificate()) for key in keys)
             armored = pgp.armor(public, pgp.ArmorKind.PublicKey).encode()
