@@ -13,7 +13,7 @@ from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
-from pkgcat.http.routes import ROUTES, WRITE_ROUTES, operation_name
+from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.served import ServedRepository
@@ -25,6 +25,7 @@ from pkgcat.storage.backends import (
     open_failure_limiter,
     open_storage,
 )
+from pkgcat.webhooks.managed import Managed
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -41,7 +42,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES)}
+        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES)}
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -102,6 +103,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         access_log=access_log,
         deadline=settings.request_deadline,
         uploads=uploads,
+        webhooks=Managed(settings, uploads.engine),
     )
 
 
