@@ -56,6 +56,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
     uploads = Uploads(settings, served.blobs)
+    webhooks = Managed(settings, uploads.engine)
     access_log = access_log_for(settings)
     background = []
     # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
@@ -75,6 +76,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         await served.close()
         if store is not None:
             await store.close()
+        webhooks.close()
         uploads.close()
         await storage.close()
         await throttle.close()
@@ -103,7 +105,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         access_log=access_log,
         deadline=settings.request_deadline,
         uploads=uploads,
-        webhooks=Managed(settings, uploads.engine),
+        webhooks=webhooks,
     )
 
 

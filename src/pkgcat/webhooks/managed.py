@@ -12,6 +12,7 @@ another application is answered exactly as one that does not exist.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -42,8 +43,13 @@ class Managed:
         self._settings = settings
         self._engine = engine
         self._parts: tuple[WebhookStore, Endpoints, Deliverer] | None = None
+        self._opening = threading.Lock()  # calls come from several threads at once
 
     def _open(self) -> tuple[WebhookStore, Endpoints, Deliverer]:
+        with self._opening:
+            return self._parts or self._build()
+
+    def _build(self) -> tuple[WebhookStore, Endpoints, Deliverer]:
         if self._parts is None:
             settings = self._settings
             store = WebhookStore(self._engine())
@@ -56,6 +62,11 @@ class Managed:
             )
             self._parts = (store, endpoints, deliverer_for(settings, store))
         return self._parts
+
+    def close(self) -> None:
+        """Close the manual sends' connections (the engine is the uploads' to dispose of)."""
+        if self._parts is not None:
+            self._parts[2].close()
 
     def create(self, application_id: int, url: str, events: Sequence[str]) -> Created:
         return self._open()[1].create(application_id, url, events)
