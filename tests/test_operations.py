@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
@@ -39,8 +40,10 @@ def test_every_served_operation_has_a_client_method_with_its_parameters(
     assert method is not None, f"{client.__name__} has no method {operation.client_name}"
     # Besides: an upload's progress callback, which no request carries.
     names = [n for n in inspect.signature(method).parameters if n not in ("self", "progress")]
-    # A write takes its body (the file) and the Idempotency-Key after the query's parameters.
-    written = ["file", "idempotency_key"] if operation.writes else []
+    # A write takes its body (the file, or the fields as parameters) and the Idempotency-Key.
+    written = (
+        ([] if operation.fields else ["file"]) + ["idempotency_key"] if operation.writes else []
+    )
     assert names == [_python_name(p) for p in operation.served_parameters()] + written
 
 
@@ -48,9 +51,10 @@ def test_every_served_operation_has_a_client_method_with_its_parameters(
 def test_every_served_operation_has_a_cli_command_with_its_parameters(
     operation: Operation,
 ) -> None:
-    commands = command_tree().commands["client"].commands
-    command = commands.get(operation.client_name)
-    assert command is not None, f"no `pkgcat client {operation.client_name}`"
+    command: Any = command_tree().commands["client"]
+    for word in operation.command_path:  # a group's commands: `pkgcat client webhook create`
+        command = command.commands.get(word) if command is not None else None
+    assert command is not None, f"no `pkgcat client {' '.join(operation.command_path)}`"
     given = {p.name for p in command.params}
     assert {_python_name(p) for p in operation.served_parameters()} <= given
 

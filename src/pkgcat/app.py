@@ -14,7 +14,7 @@ from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
-from pkgcat.http.routes import ROUTES, WRITE_ROUTES, operation_name
+from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES, operation_name
 from pkgcat.http.site import create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.indexes import PoolEntry
@@ -27,6 +27,7 @@ from pkgcat.storage.backends import (
     open_failure_limiter,
     open_storage,
 )
+from pkgcat.webhooks.managed import Managed
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -43,7 +44,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES)}
+        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES)}
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -63,6 +64,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         day = clock().astimezone(UTC).date()
         await storage.usage.record_download(entry.package, day, count)
 
+    webhooks = Managed(settings, uploads.engine)
     access_log = access_log_for(settings)
     background = []
     # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
@@ -82,6 +84,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         await served.close()
         if store is not None:
             await store.close()
+        webhooks.close()
         uploads.close()
         await storage.close()
         await throttle.close()
@@ -112,6 +115,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         access_log=access_log,
         deadline=settings.request_deadline,
         uploads=uploads,
+        webhooks=webhooks,
     )
 
 

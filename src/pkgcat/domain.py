@@ -15,10 +15,10 @@ Scope = Literal["package", "source"]
 
 SHAPES: tuple[Shape, ...] = ("A", "B")
 
-KeyScope = Literal["read", "publish"]
+KeyScope = Literal["read", "publish", "webhooks"]
 """What a secret key may do. Every key reads; each write capability is one more name."""
 
-KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish")
+KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks")
 """Every scope, in the order they are stored and listed (``read`` first, held by every key)."""
 
 

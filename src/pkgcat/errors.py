@@ -76,6 +76,13 @@ class PackageNotFound(ApiError):
     code, status, when = 8, 404, "package not found (or offline and not the caller's)"
 
 
+class WebhookNotFound(ApiError):
+    """Code 8 (Disqus: "a requested object was not found") for a webhook endpoint or event
+    the caller's application does not have: another application's is not told apart."""
+
+    code, status, when = 8, 404, "webhook endpoint or event not found in the caller's application"
+
+
 class PermissionDenied(ApiError):
     code, status, when = 12, 403, "buyers of a package that is not the caller's"
 

@@ -392,6 +392,62 @@ class DownloadsB(_Downloads):
     downloads: list[DownloadsDayB]
 
 
+# --- webhook/* ------------------------------------------------------------------------------------
+
+_EndpointId = Annotated[Text, _text("The endpoint's id.", r"^we_[A-Za-z0-9_-]+$")]
+
+
+class WebhookEndpoint(TypedDict):
+    """One webhook endpoint of the caller's application (never its secret)."""
+
+    id: _EndpointId
+    url: Annotated[Text, _text("Where events are posted.")]
+    events: Annotated[list[str], Field(description="The event types sent to it.")]
+    enabled: Annotated[bool, Field(description="Whether events are sent to it.")]
+    disabled_reason: Annotated[
+        str | None, Field(description="Why it was disabled (failing for the retry window).")
+    ]
+    created_at: IsoDate
+
+
+class WebhookSecret(TypedDict):
+    """An endpoint just created or its secret just rolled: the signing secret, shown once."""
+
+    endpoint: WebhookEndpoint
+    secret: Annotated[Text, _text("The signing secret; shown once, only here.", r"^whsec_")]
+
+
+class WebhookEndpoints(TypedDict):
+    """The caller's application's endpoints, oldest first."""
+
+    endpoints: list[WebhookEndpoint]
+
+
+class WebhookDeleted(TypedDict):
+    id: _EndpointId
+    deleted: Annotated[bool, Field(description="Always true.")]
+
+
+class WebhookAttempt(TypedDict):
+    """One delivery attempt of an event to an endpoint."""
+
+    event_id: Annotated[Text, _text("The event's id.", r"^evt_")]
+    attempted_at: IsoDate
+    ok: Annotated[bool, Field(description="Whether the receiver answered 2xx in time.")]
+    status: Annotated[int | None, Field(description="The receiver's HTTP status; null if none.")]
+    duration_ms: Annotated[int, Field(ge=0, description="Milliseconds the attempt took.")]
+    response: Annotated[Text, _text("The first bytes of the answer, or why there was none.")]
+
+
+class WebhookDeliveries(TypedDict):
+    """A page of an endpoint's delivery log, newest attempt first."""
+
+    attempts: list[WebhookAttempt]
+    limit: _Limit
+    has_more: _HasMore
+    cursor: _Cursor
+
+
 class ErrorMessage(TypedDict):
     """What every error carries beside its code."""
 

@@ -12,7 +12,11 @@ from types import ModuleType
 import pkgcat.client
 
 SRC = Path(pkgcat.client.__file__).parents[1]
-CLIENT_FILES = [*sorted((SRC / "client").glob("*.py")), SRC / "cli" / "client.py"]
+CLIENT_FILES = [
+    *sorted((SRC / "client").glob("*.py")),
+    SRC / "cli" / "client.py",
+    SRC / "cli" / "client_webhooks.py",
+]
 
 
 def test_all_is_exactly_the_public_names() -> None:
@@ -48,6 +52,10 @@ def test_all_is_exactly_the_public_names() -> None:
         "Source",
         "SourcePackage",
         "UsageDay",
+        "WebhookAttempt",
+        "WebhookDeliveries",
+        "WebhookEndpoint",
+        "WebhookSecret",
     ]
     for name in pkgcat.client.__all__:
         assert hasattr(pkgcat.client, name), name
@@ -91,6 +99,7 @@ def test_the_client_imports_nothing_of_the_server() -> None:
         ours = {m for m in imported_modules(path) if m.split(".")[0] == "pkgcat"}
         # The command's own helpers import only Typer and Rich, which the client installs too.
         helpers = {"pkgcat.cli", "pkgcat.cli._tables", "pkgcat.cli._safe"}
+        helpers |= {"pkgcat.cli.client", "pkgcat.cli.client_webhooks"}  # the command, two modules
         assert ours <= {"pkgcat", "pkgcat.client"} | helpers | {
             f"pkgcat.client.{p.stem}" for p in CLIENT_FILES
         }, path.name
@@ -111,6 +120,7 @@ def test_importing_the_client_loads_no_server_module() -> None:
         "pkgcat.client._models",
         "pkgcat.client._relations",
         "pkgcat.client._shapes",
+        "pkgcat.client._webhooks",
     ]
 
 

@@ -1033,3 +1033,10 @@ def sales(
     out = Console()
     if out.is_terminal:
         print_table(_totals_table(result.totals, result.start, result.end), out)
+
+
+# The webhook endpoints' commands, `pkgcat client webhook ...`, in a module of their own: it
+# reads this one's options and helpers, so it is imported once they exist.
+from pkgcat.cli.client_webhooks import app as _webhook_app  # noqa: E402
+
+app.add_typer(_webhook_app, name="webhook")

@@ -46,6 +46,12 @@ from pkgcat.client._models import (
     SourcePackage,
     UsageDay,
 )
+from pkgcat.client._webhooks import (
+    WebhookAttempt,
+    WebhookDeliveries,
+    WebhookEndpoint,
+    WebhookSecret,
+)
 
 __all__ = [
     "APIConnectionError",
@@ -79,4 +85,8 @@ __all__ = [
     "Source",
     "SourcePackage",
     "UsageDay",
+    "WebhookAttempt",
+    "WebhookDeliveries",
+    "WebhookEndpoint",
+    "WebhookSecret",
 ]

@@ -16,7 +16,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, tzinfo
 from pathlib import Path
@@ -59,6 +59,19 @@ from pkgcat.client._shapes import (
     read_packages_page,
     read_sales_page,
     read_usage,
+)
+from pkgcat.client._webhooks import (
+    WEBHOOK,
+    WebhookAttempt,
+    WebhookDeliveries,
+    WebhookEndpoint,
+    WebhookSecret,
+    read_attempt,
+    read_deleted,
+    read_deliveries,
+    read_endpoint,
+    read_endpoints,
+    read_secret,
 )
 
 T = TypeVar("T")
@@ -162,6 +175,25 @@ def _envelope(content: bytes) -> tuple[tuple[int, object] | None, str]:
     if code == 0 and "response" not in body:
         return None, "the success envelope has no response"
     return (code, body.get("response")), ""
+
+
+def _idempotency(given: str | None) -> str:
+    """The ``Idempotency-Key`` of a write: the one given, or a new random one."""
+    key = given or f"pkgcat-client-{uuid.uuid4()}"
+    if not _KEY_CHARACTERS.fullmatch(key) or len(key) > 255:
+        raise ValueError("idempotency_key: 1 to 255 printable ASCII characters, no space")
+    return key
+
+
+def _changes(
+    endpoint: str, url: str | None, events: Sequence[str] | None, enabled: bool | None
+) -> dict[str, object]:
+    return {
+        "endpoint": endpoint,
+        "url": url,
+        "events": None if events is None else list(events),
+        "enabled": enabled,
+    }
 
 
 def _given(**values: str | int | bool | date | None) -> dict[str, str]:
@@ -308,11 +340,29 @@ class _Core:
     def upload(self, content: bytes, idempotency_key: str | None) -> _Exchange[Package]:
         """POST the .deb; every attempt carries the same ``Idempotency-Key`` (one made here
         when none is given), so a retry after a lost answer publishes nothing twice."""
-        key = idempotency_key or f"pkgcat-client-{uuid.uuid4()}"
-        if not _KEY_CHARACTERS.fullmatch(key) or len(key) > 255:
-            raise ValueError("idempotency_key: 1 to 255 printable ASCII characters, no space")
-        headers = {"Content-Type": DEB, "Idempotency-Key": key}
+        headers = {"Content-Type": DEB, "Idempotency-Key": _idempotency(idempotency_key)}
         return self._exchange(_UPLOAD, {}, read_package, body=content, extra=headers)
+
+    def webhook_post(
+        self,
+        verb: str,
+        fields: dict[str, object],
+        idempotency_key: str | None,
+        read: Callable[[object, tzinfo], T],
+    ) -> _Exchange[T]:
+        """POST ``webhook/<verb>.json`` with the fields given (not None) as JSON; safe to
+        retry as an upload is."""
+        body = json.dumps({name: v for name, v in fields.items() if v is not None}).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Idempotency-Key": _idempotency(idempotency_key),
+        }
+        return self._exchange(WEBHOOK.format(verb=verb), {}, read, body=body, extra=headers)
+
+    def webhook_get(
+        self, verb: str, params: dict[str, str], read: Callable[[object, tzinfo], T]
+    ) -> _Exchange[T]:
+        return self._exchange(WEBHOOK.format(verb=verb), params, read)
 
     @staticmethod
     def is_last_page(page: BuyersPage) -> bool:
@@ -603,6 +653,67 @@ class Client:
         ):
             yield from page.sales
 
+    # --- webhook endpoints (a key with the webhooks scope) ---------------------------------
+
+    def webhook_create(
+        self, url: str, events: Sequence[str], idempotency_key: str | None = None
+    ) -> WebhookSecret:
+        """Add an endpoint to the key's application; the answer holds its signing secret,
+        shown this once (keep it; it is not in the record's repr)."""
+        fields: dict[str, object] = {"url": url, "events": list(events)}
+        return self._run(self._core.webhook_post("create", fields, idempotency_key, read_secret))
+
+    def webhook_list(self) -> list[WebhookEndpoint]:
+        """The application's endpoints, oldest first; disabled ones say why."""
+        return self._run(self._core.webhook_get("list", {}, read_endpoints))
+
+    def webhook_update(
+        self,
+        endpoint: str,
+        url: str | None = None,
+        events: Sequence[str] | None = None,
+        enabled: bool | None = None,
+        idempotency_key: str | None = None,
+    ) -> WebhookEndpoint:
+        """Change an endpoint's address, events or whether it is enabled."""
+        fields = _changes(endpoint, url, events, enabled)
+        return self._run(self._core.webhook_post("update", fields, idempotency_key, read_endpoint))
+
+    def webhook_delete(self, endpoint: str, idempotency_key: str | None = None) -> str:
+        """Delete an endpoint and its delivery log; its id."""
+        fields: dict[str, object] = {"endpoint": endpoint}
+        return self._run(self._core.webhook_post("delete", fields, idempotency_key, read_deleted))
+
+    def webhook_roll_secret(
+        self, endpoint: str, idempotency_key: str | None = None
+    ) -> WebhookSecret:
+        """A new signing secret, shown this once; the current one signs too for a while."""
+        fields: dict[str, object] = {"endpoint": endpoint}
+        exchange = self._core.webhook_post("roll-secret", fields, idempotency_key, read_secret)
+        return self._run(exchange)
+
+    def webhook_redeliver(
+        self, endpoint: str, event: str, idempotency_key: str | None = None
+    ) -> WebhookAttempt:
+        """Send one stored event to the endpoint again, now; the attempt."""
+        fields: dict[str, object] = {"endpoint": endpoint, "event": event}
+        exchange = self._core.webhook_post("redeliver", fields, idempotency_key, read_attempt)
+        return self._run(exchange)
+
+    def webhook_test(
+        self, endpoint: str, event_type: str, idempotency_key: str | None = None
+    ) -> WebhookAttempt:
+        """Send a sample event (marked test) of ``event_type`` to the endpoint now."""
+        fields: dict[str, object] = {"endpoint": endpoint, "event_type": event_type}
+        return self._run(self._core.webhook_post("test", fields, idempotency_key, read_attempt))
+
+    def webhook_deliveries(
+        self, endpoint: str, limit: int = 25, cursor: str | None = None
+    ) -> WebhookDeliveries:
+        """A page of the endpoint's delivery log, newest first; pass ``cursor`` for the next."""
+        params = _given(endpoint=endpoint, limit=limit, cursor=cursor)
+        return self._run(self._core.webhook_get("deliveries", params, read_deliveries))
+
     def close(self) -> None:
         self._http.close()
 
@@ -828,6 +939,74 @@ class AsyncClient:
         async for page in pages:
             for sale in page.sales:
                 yield sale
+
+    # --- webhook endpoints (asynchronous) ---------------------------------
+
+    async def webhook_create(
+        self, url: str, events: Sequence[str], idempotency_key: str | None = None
+    ) -> WebhookSecret:
+        """:meth:`Client.webhook_create`."""
+        fields: dict[str, object] = {"url": url, "events": list(events)}
+        return await self._run(
+            self._core.webhook_post("create", fields, idempotency_key, read_secret)
+        )
+
+    async def webhook_list(self) -> list[WebhookEndpoint]:
+        """The application's endpoints, oldest first; disabled ones say why."""
+        return await self._run(self._core.webhook_get("list", {}, read_endpoints))
+
+    async def webhook_update(
+        self,
+        endpoint: str,
+        url: str | None = None,
+        events: Sequence[str] | None = None,
+        enabled: bool | None = None,
+        idempotency_key: str | None = None,
+    ) -> WebhookEndpoint:
+        """Change an endpoint's address, events or whether it is enabled."""
+        fields = _changes(endpoint, url, events, enabled)
+        return await self._run(
+            self._core.webhook_post("update", fields, idempotency_key, read_endpoint)
+        )
+
+    async def webhook_delete(self, endpoint: str, idempotency_key: str | None = None) -> str:
+        """Delete an endpoint and its delivery log; its id."""
+        fields: dict[str, object] = {"endpoint": endpoint}
+        return await self._run(
+            self._core.webhook_post("delete", fields, idempotency_key, read_deleted)
+        )
+
+    async def webhook_roll_secret(
+        self, endpoint: str, idempotency_key: str | None = None
+    ) -> WebhookSecret:
+        """A new signing secret, shown this once; the current one signs too for a while."""
+        fields: dict[str, object] = {"endpoint": endpoint}
+        exchange = self._core.webhook_post("roll-secret", fields, idempotency_key, read_secret)
+        return await self._run(exchange)
+
+    async def webhook_redeliver(
+        self, endpoint: str, event: str, idempotency_key: str | None = None
+    ) -> WebhookAttempt:
+        """Send one stored event to the endpoint again, now; the attempt."""
+        fields: dict[str, object] = {"endpoint": endpoint, "event": event}
+        exchange = self._core.webhook_post("redeliver", fields, idempotency_key, read_attempt)
+        return await self._run(exchange)
+
+    async def webhook_test(
+        self, endpoint: str, event_type: str, idempotency_key: str | None = None
+    ) -> WebhookAttempt:
+        """Send a sample event (marked test) of ``event_type`` to the endpoint now."""
+        fields: dict[str, object] = {"endpoint": endpoint, "event_type": event_type}
+        return await self._run(
+            self._core.webhook_post("test", fields, idempotency_key, read_attempt)
+        )
+
+    async def webhook_deliveries(
+        self, endpoint: str, limit: int = 25, cursor: str | None = None
+    ) -> WebhookDeliveries:
+        """A page of the endpoint's delivery log, newest first; pass ``cursor`` for the next."""
+        params = _given(endpoint=endpoint, limit=limit, cursor=cursor)
+        return await self._run(self._core.webhook_get("deliveries", params, read_deliveries))
 
     async def aclose(self) -> None:
         await self._http.aclose()

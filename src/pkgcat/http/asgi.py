@@ -43,6 +43,7 @@ from pkgcat.http.routes import (
     ROUTES,
     TAGGED,
     VERSION,
+    WEBHOOK_ROUTES,
     WRITE_ROUTES,
     Handler,
     Incoming,
@@ -52,6 +53,8 @@ from pkgcat.http.routes import (
     response_cache,
 )
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.http.webhooks import Call
+from pkgcat.http.webhooks import Handler as WebhookHandler
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import REQUEST_ID, redact, request_text
 from pkgcat.services import CatalogueService
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from pkgcat.access_log import AccessLog
     from pkgcat.metrics import Metrics
     from pkgcat.repository.uploads import Uploads
+    from pkgcat.webhooks.managed import Managed
 
 log = logging.getLogger("pkgcat.http")
 
@@ -210,6 +214,7 @@ class ApiApp:
         access_log: AccessLog | None = None,
         deadline: float = 5.0,
         uploads: Uploads | None = None,
+        webhooks: Managed | None = None,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
         ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
@@ -217,9 +222,11 @@ class ApiApp:
         ``access_log``: where each request's line goes (none: no line). ``deadline``: the
         seconds an API request may take (``PKGCAT_REQUEST_DEADLINE``), then it is 503.
         ``uploads``: what the write operations publish with (none: they answer code 15).
+        ``webhooks``: what the ``webhook/*`` operations manage endpoints with (none: code 15).
         """
         self.service = service
         self.uploads = uploads
+        self.webhooks = webhooks
         self.query_keys = query_keys
         self.site = site
         self.throttle = throttle
@@ -349,7 +356,9 @@ class ApiApp:
         headers.append((b"x-request-id", request_id.encode()))
         if access is not None:  # before the answer leaves: an answer sent has its line
             operation = (
-                None if handler is None and path not in WRITE_ROUTES else operation_name(path)
+                None
+                if handler is None and path not in WRITE_ROUTES and path not in WEBHOOK_ROUTES
+                else operation_name(path)
             )
             access.line(
                 scope["method"],
@@ -434,17 +443,20 @@ class ApiApp:
         query: Query = {}
         caller: Caller | None = None
         write: WriteHandler | None = None
+        hook: WebhookHandler | None = None
         try:
             if handler is None:
                 write = WRITE_ROUTES.get(path)
-                if write is None:
+                hook = WEBHOOK_ROUTES.get(path) if write is None else None
+                if write is None and hook is None:
                     if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
                         raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
                     raise UnknownVersion(
                         f"unknown API version in {path!r}; this server speaks {VERSION}"
                     )
-                if scope["method"] != "POST":  # a write is POST, and only POST
-                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use POST")
+                method = BY_PATH[path].method  # a write is POST, and only POST
+                if scope["method"] != method:
+                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use {method}")
             elif scope["method"] != "GET":
                 raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
             query, repeated = parse_query(scope["query_string"])
@@ -464,6 +476,15 @@ class ApiApp:
             rate.extend(_rate_headers(decision))
             if repeated:
                 raise InvalidArgument(min(repeated), "given more than once")
+            if hook is not None:
+                operation = BY_PATH[path]
+                self.service.require_scope(caller, operation.scope, operation.name)
+                if self.webhooks is None:
+                    raise InternalError("this server manages no webhooks")
+                call = Call(
+                    self.service, self.webhooks, caller, query, Incoming(scope["headers"], receive)
+                )
+                return 200, await hook(call), rate, 0, application
             if write is not None:
                 operation = BY_PATH[path]
                 self.service.require_scope(caller, operation.scope, operation.name)
@@ -504,7 +525,8 @@ class ApiApp:
         except ApiError as error:
             status, body, headers = error_response(error)
             if isinstance(error, MethodNotAllowed):
-                headers.append((b"allow", b"POST" if path in WRITE_ROUTES else b"GET"))
+                allowed = BY_PATH[path].method if path in BY_PATH else "GET"
+                headers.append((b"allow", allowed.encode()))
             return status, body, rate + headers, error.code, application
         except Exception as error:
             if self._unavailable(error):

@@ -17,7 +17,7 @@ from pkgcat import __version__
 from pkgcat.domain import SHAPES
 from pkgcat.errors import ApiError, InternalError, MethodNotAllowed, RateLimited, Unavailable
 from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
-from pkgcat.http.routes import ROUTES, WRITE_ROUTES
+from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from pkgcat.models import DAY, ErrorMessage
 from pkgcat.services import BLANK
 
@@ -31,6 +31,7 @@ TAGS: dict[str, str] = {
     "application": "The calling application itself.",
     "package": "One package of the catalogue.",
     "source": "The caller's own source: its packages and its sales.",
+    "webhook": "The caller's application's webhook endpoints (a key of the webhooks scope).",
 }
 
 
@@ -39,7 +40,9 @@ def served() -> list[Operation]:
     return [
         operation
         for operation in OPERATIONS
-        if operation.path in ROUTES or operation.path in WRITE_ROUTES
+        if operation.path in ROUTES
+        or operation.path in WRITE_ROUTES
+        or operation.path in WEBHOOK_ROUTES
     ]
 
 
@@ -251,6 +254,9 @@ def parameter_schema(parameter: Parameter) -> Schema:
     elif parameter.kind == "day":
         # format: a generator types it as a date; the pattern keeps the four-digit year.
         schema = {"type": "string", "format": "date", "pattern": DAY}
+    elif parameter.kind == "list":
+        items = {"type": "string", "enum": list(parameter.choices)}
+        schema = {"type": "array", "items": items, "minItems": 1, "uniqueItems": True}
     elif parameter.kind == "cursor":
         schema = {"type": "string", "maxLength": 512}
     elif parameter.required:
@@ -280,7 +286,7 @@ def _operation(operation: Operation, schemas: Keyed, every: bool) -> Schema:
         responses["304"] = _not_modified()
     parameters = operation.parameters if every else operation.served_parameters()
     responses |= _errors(operation)
-    declared = [_parameter(p) for p in parameters]
+    declared = [] if operation.fields else [_parameter(p) for p in parameters]
     if operation.etag:
         declared.append(_IF_NONE_MATCH)
     described: Schema = {
@@ -293,7 +299,9 @@ def _operation(operation: Operation, schemas: Keyed, every: bool) -> Schema:
     }
     if operation.writes:
         declared.append(_IDEMPOTENCY_KEY)
-        described["requestBody"] = _request_body(operation)
+        described["requestBody"] = (
+            _fields_body(operation, parameters) if operation.fields else _request_body(operation)
+        )
         described["x-scope"] = operation.scope
     return {operation.method.lower(): described}
 
@@ -309,6 +317,26 @@ _IDEMPOTENCY_KEY: Schema = {
     ),
     "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
 }
+
+
+def _fields_body(operation: Operation, parameters: tuple[Parameter, ...]) -> Schema:
+    """A write of fields: one JSON object, or the same fields form-encoded."""
+    properties = {}
+    for parameter in parameters:
+        schema = parameter_schema(parameter)
+        if parameter.kind == "flag":  # a JSON body may say it as a boolean too
+            schema = {"oneOf": [{"type": "boolean"}, schema]}
+        properties[parameter.name] = {**schema, "description": parameter.doc}
+    fields: Schema = {
+        "type": "object",
+        "properties": properties,
+        "required": [p.name for p in parameters if p.required],
+    }
+    return {
+        "required": True,
+        "description": "The operation's fields.",
+        "content": {media: {"schema": fields} for media in operation.bodies},
+    }
 
 
 def _request_body(operation: Operation) -> Schema:

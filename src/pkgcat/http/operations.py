@@ -14,6 +14,7 @@ they are declared but neither validated nor documented as served.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -31,13 +32,15 @@ from pkgcat.errors import (
     RateLimited,
     ScopeMissing,
     Unauthenticated,
+    WebhookNotFound,
 )
 from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
+from pkgcat.storage.writes.outbox import EVENT_TYPES
 
 VERSION = "1.0"
 Query = dict[str, str]
-Tag = Literal["application", "package", "source"]
-Kind = Literal["integer", "string", "flag", "day", "choice", "cursor"]
+Tag = Literal["application", "package", "source", "webhook"]
+Kind = Literal["integer", "string", "flag", "day", "choice", "cursor", "list"]
 Method = Literal["GET", "POST"]
 
 _MAX_DIGITS = 12
@@ -190,7 +193,10 @@ class Operation:
     scope: KeyScope = "read"
     """The scope the caller's key needs: ``read`` (every key) for reads."""
     bodies: tuple[str, ...] = ()
-    """A write's accepted request bodies, by media type (the first is the plain one)."""
+    """A write's accepted request bodies, by media type (the first is the plain one). A write
+    of :data:`FIELDS` bodies takes its parameters there, not in the query."""
+    command: str = ""
+    """The ``pkgcat client`` command, words of a group first (default: :attr:`client_name`)."""
 
     @property
     def path(self) -> str:
@@ -205,10 +211,20 @@ class Operation:
         return self.client or self.name.rsplit("/", 1)[1]
 
     @property
+    def command_path(self) -> tuple[str, ...]:
+        """The ``pkgcat client`` command's words: ``("webhook", "create")``."""
+        return tuple((self.command or self.client_name).split())
+
+    @property
+    def fields(self) -> bool:
+        """Whether the parameters come in the body (JSON or a form), as a write's fields."""
+        return self.writes and JSON in self.bodies
+
+    @property
     def operation_id(self) -> str:
         """The OpenAPI ``operationId``: the name's last part for the first three
         operations (as published), both parts joined for the others."""
-        return _OPERATION_IDS.get(self.name, self.name.replace("/", "_"))
+        return _OPERATION_IDS.get(self.name, re.sub(r"[/-]", "_", self.name))
 
     def served_parameters(self) -> tuple[Parameter, ...]:
         return tuple(p for p in self.parameters if p.served)
@@ -417,6 +433,10 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
 )
 
+JSON = "application/json"
+URLENCODED = "application/x-www-form-urlencoded"
+FIELDS = (JSON, URLENCODED)
+"""The bodies of a write of fields: a JSON object, or a form as Disqus took."""
 DEB = "application/vnd.debian.binary-package"
 """The media type of a .deb (IANA), the body of ``package/upload``."""
 FORM = "multipart/form-data"
@@ -446,7 +466,143 @@ WRITES: tuple[Operation, ...] = (
 )
 """The write operations: POST, in the same envelope, each needing its scope."""
 
-OPERATIONS = (*OPERATIONS, *WRITES)
+# --- webhooks ------------------------------------------------------------------------------------
+
+_HOOK = "Needs a key with the `webhooks` scope; only the caller's application's endpoints."
+_RETRY = "Safe to retry with an `Idempotency-Key` header."
+ENDPOINT = Parameter(
+    "endpoint", "string", "The endpoint's id (`we_...`), as created.", required=True
+)
+_EVENTS_DOC = "Event types to send: a JSON array, or in a form comma-separated or repeated."
+URL = Parameter(
+    "url",
+    "string",
+    "An https:// address that resolves to no private, loopback or link-local address.",
+    required=True,
+)
+EVENTS = Parameter(
+    "events", "list", _EVENTS_DOC, required=True, choices=EVENT_TYPES, example="sale.completed"
+)
+_HOOK_ERRORS = (*WRITE_ERRORS, WebhookNotFound)
+
+
+def _hook(
+    verb: str,
+    summary: str,
+    doc: str,
+    parameters: tuple[Parameter, ...],
+    model: Any,
+    invalid: str,
+    method: Method = "POST",
+) -> Operation:
+    """A ``webhook/<verb>`` operation: a write of fields (POST), or a read (GET)."""
+    writes = method == "POST"
+    return Operation(
+        f"webhook/{verb}",
+        "webhook",
+        summary,
+        f"{doc} {_HOOK} {_RETRY}" if writes else f"{doc} {_HOOK}",
+        parameters,
+        (Variant(same(model)),),
+        errors=_HOOK_ERRORS if ENDPOINT in parameters else WRITE_ERRORS,
+        invalid=invalid,
+        client="webhook_" + verb.replace("-", "_"),
+        command=f"webhook {verb}",
+        method=method,
+        scope="webhooks",
+        bodies=FIELDS if writes else (),
+    )
+
+
+WEBHOOKS: tuple[Operation, ...] = (
+    _hook(
+        "create",
+        "Add a webhook endpoint to the caller's application",
+        "The answer holds the endpoint and its signing secret, shown this once.",
+        (URL, EVENTS),
+        m.WebhookSecret,
+        "url (not https, or resolving to a refused address) or events",
+    ),
+    _hook(
+        "list",
+        "The caller's application's webhook endpoints",
+        "Oldest first, enabled or not (a disabled one says why); never their secrets.",
+        (),
+        m.WebhookEndpoints,
+        "argument",
+        method="GET",
+    ),
+    _hook(
+        "update",
+        "Change a webhook endpoint",
+        "Give any of `url`, `events` and `enabled`; enabling forgets past failures.",
+        (
+            ENDPOINT,
+            replace(URL, required=False),
+            replace(EVENTS, required=False),
+            Parameter("enabled", "flag", "1: enable (failures forgotten); 0: disable."),
+        ),
+        m.WebhookEndpoint,
+        "endpoint, url, events or enabled",
+    ),
+    _hook(
+        "delete",
+        "Delete a webhook endpoint",
+        "The endpoint and its delivery log go; its events are no longer sent.",
+        (ENDPOINT,),
+        m.WebhookDeleted,
+        "endpoint",
+    ),
+    _hook(
+        "roll-secret",
+        "Start a new signing secret for a webhook endpoint",
+        "The new secret is shown this once; the current one keeps signing beside it for "
+        "24 hours, so receivers can change over.",
+        (ENDPOINT,),
+        m.WebhookSecret,
+        "endpoint",
+    ),
+    _hook(
+        "redeliver",
+        "Send one event to a webhook endpoint again, now",
+        "Posted at once, signed as any delivery, logged with the endpoint's attempts; not "
+        "retried. The answer is the attempt.",
+        (ENDPOINT, Parameter("event", "string", "The event's id (`evt_...`).", required=True)),
+        m.WebhookAttempt,
+        "endpoint or event",
+    ),
+    _hook(
+        "test",
+        "Send a sample event to a webhook endpoint, now",
+        'A made-up event of the type given, marked `"test": true`, posted at once and '
+        "logged; not retried. The answer is the attempt.",
+        (
+            ENDPOINT,
+            Parameter(
+                "event_type",
+                "choice",
+                "The event type of the sample.",
+                required=True,
+                choices=EVENT_TYPES,
+            ),
+        ),
+        m.WebhookAttempt,
+        "endpoint or event_type",
+    ),
+    _hook(
+        "deliveries",
+        "The delivery log of a webhook endpoint",
+        "Each attempt's time, outcome, HTTP status, duration and the first bytes of the "
+        "answer, newest first.",
+        (ENDPOINT, LIMIT, CURSOR),
+        m.WebhookDeliveries,
+        "endpoint, limit or cursor",
+        method="GET",
+    ),
+)
+"""The webhook endpoints of the caller's application, managed with a key of the scope."""
+
+OPERATIONS = (*OPERATIONS, *WRITES, *WEBHOOKS)
 
 BY_NAME: Mapping[str, Operation] = {operation.name: operation for operation in OPERATIONS}
 BY_PATH: Mapping[str, Operation] = {operation.path: operation for operation in OPERATIONS}

@@ -16,7 +16,7 @@ import orjson
 from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
-from pkgcat.http import seller, uploads
+from pkgcat.http import seller, uploads, webhooks
 from pkgcat.http.errors import envelope, envelope_of_items
 from pkgcat.http.operations import BY_PATH, DAYS, INTEGER_MAX, LIMIT, PAGE, VERSION, routes
 from pkgcat.http.params import Query, ResponseCache, response_cache, view
@@ -34,6 +34,7 @@ __all__ = [
     "ROUTES",
     "TAGGED",
     "VERSION",
+    "WEBHOOK_ROUTES",
     "WRITE_ROUTES",
     "Handler",
     "Incoming",
@@ -148,6 +149,9 @@ serving one is adding its line here."""
 
 WRITE_ROUTES: dict[str, WriteHandler] = routes({"package/upload": uploads.upload})
 """Path to handler of each served write (POST) of the table."""
+
+WEBHOOK_ROUTES: dict[str, webhooks.Handler] = routes(webhooks.HANDLERS)
+"""Path to handler of each ``webhook/*`` operation, reads and writes: the caller's endpoints."""
 
 TAGGED: frozenset[Handler] = frozenset(
     handler for path, handler in ROUTES.items() if BY_PATH[path].etag

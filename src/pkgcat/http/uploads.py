@@ -189,19 +189,26 @@ async def receive_deb(incoming: Incoming, limit: int) -> Received:
         raise
 
 
+def idempotency_key(incoming: Incoming) -> str | None:
+    """The request's ``Idempotency-Key``, if any; code 2 naming it when malformed."""
+    key = incoming.header(b"idempotency-key")
+    if key is None:
+        return None
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise InvalidArgument(
+            "Idempotency-Key", "must be 1 to 255 visible ASCII characters (no space)"
+        )
+    return key.decode("ascii")
+
+
 async def upload(
     service: CatalogueService, uploads: Uploads, caller: Caller, incoming: Incoming
 ) -> bytes:
     """The handler: receive, (recall,) publish, answer with the details, (keep)."""
-    key = incoming.header(b"idempotency-key")
-    if key is not None and not _IDEMPOTENCY_KEY.fullmatch(key):
-        raise InvalidArgument(
-            "Idempotency-Key", "must be 1 to 255 visible ASCII characters (no space)"
-        )
+    idempotency = idempotency_key(incoming)
     received = await receive_deb(incoming, uploads.max_bytes)
     try:
         application = caller.application.id
-        idempotency = None if key is None else key.decode("ascii")
         if idempotency is not None:
             kept = await uploads.recall(application, idempotency)
             if kept is not None:

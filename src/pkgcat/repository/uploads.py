@@ -36,14 +36,15 @@ class Uploads:
         self._blobs = blobs
         self._engine: Engine | None = None
 
-    def _db(self) -> Engine:
+    def engine(self) -> Engine:
+        """The worker's write engine, opened at its first write (uploads and webhook writes)."""
         if self._engine is None:
             self._engine = engine_for(self._url)
         return self._engine
 
     async def publish(self, path: Path, source_id: int) -> Published:
         """Publish the .deb at ``path`` to the source; :class:`Refused` (nothing stored) when unfit."""
-        engine = self._db()
+        engine = self.engine()
         source = await anyio.to_thread.run_sync(source_name, engine, source_id)
         if source is None:
             raise Refused("the caller's source no longer exists")
@@ -59,13 +60,13 @@ class Uploads:
     async def recall(self, application_id: int, key: str) -> Kept | None:
         """The live answer kept for the application under ``key``, if any."""
         now = int(time.time())
-        return await anyio.to_thread.run_sync(recall, self._db(), application_id, key, now)
+        return await anyio.to_thread.run_sync(recall, self.engine(), application_id, key, now)
 
     async def keep(self, application_id: int, key: str, kept: Kept) -> Kept:
         """Keep an answer for its retries; the answer kept (another request's, if it was first)."""
         now = int(time.time())
         return await anyio.to_thread.run_sync(
-            lambda: keep(self._db(), application_id, key, kept, now=now, ttl=self.keep_seconds)
+            lambda: keep(self.engine(), application_id, key, kept, now=now, ttl=self.keep_seconds)
         )
 
     def close(self) -> None:

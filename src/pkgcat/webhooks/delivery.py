@@ -152,7 +152,13 @@ class Deliverer:
                 if not claimed:
                     self._wake.wait(IDLE_POLL)
                     self._wake.clear()
-        for fetcher in self._fetchers:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections of every thread's fetcher (those of manual sends too)."""
+        with self._fetchers_lock:
+            fetchers, self._fetchers = self._fetchers, []
+        for fetcher in fetchers:
             fetcher.close()
 
     def _prune(self) -> None:

@@ -29,7 +29,17 @@ LOOPBACK = "127.0.0.0/8,::1/128"
 
 
 class EndpointRefused(ValueError):
-    """An endpoint that cannot be stored as asked; the message says why, in one line."""
+    """An endpoint that cannot be stored as asked; the message says why, in one line,
+    after the name of the field at fault and a colon."""
+
+    @property
+    def field(self) -> str:
+        """The field at fault (``url``, ``events``...), as the message starts."""
+        return str(self).partition(":")[0]
+
+
+class NotFound(EndpointRefused):
+    """No such endpoint (or event) for this application: another's is not told apart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +129,7 @@ class Endpoints:
     def get(self, application_id: int, endpoint_id: str) -> EndpointRecord:
         found = self._store.find(application_id, endpoint_id)
         if found is None:
-            raise EndpointRefused(f"no webhook endpoint {endpoint_id!r} in this application")
+            raise NotFound(f"endpoint: no webhook endpoint {endpoint_id!r} in this application")
         return found
 
     def update(

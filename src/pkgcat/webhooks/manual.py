@@ -13,7 +13,7 @@ import time
 from pkgcat.storage.webhooks import Attempt, StoredEvent, WebhookStore
 from pkgcat.storage.writes.outbox import new_event_ids
 from pkgcat.webhooks.delivery import Deliverer
-from pkgcat.webhooks.endpoints import EndpointRefused, Endpoints, check_events
+from pkgcat.webhooks.endpoints import Endpoints, NotFound, check_events
 
 _SAMPLE_STATUS = {"sale.completed": "Completed", "sale.refunded": "Refunded"}
 
@@ -54,5 +54,5 @@ def redeliver(
     endpoint = endpoints.get(application_id, endpoint_id)
     event = store.event(event_id)
     if event is None or event.source_id != endpoint.source_id:
-        raise EndpointRefused(f"no event {event_id!r} for this endpoint's source")
+        raise NotFound(f"event: no event {event_id!r} for this endpoint's source")
     return deliverer.post_now(endpoint, event, test=False)

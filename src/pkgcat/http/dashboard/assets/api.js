@@ -52,16 +52,37 @@ function sentence(message) {
 
 /** GET /1.0/<operation>.json with ``params``; the envelope's ``response``, or an ApiError. */
 export async function call(operation, params = {}) {
-  const secret = key.get();
-  if (!secret) throw new ApiError("key", "Sign in with your secret key.");
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {
     if (value !== null && value !== undefined) query.set(name, String(value));
   }
+  return exchange(`/1.0/${operation}.json?${query}`, {});
+}
+
+/** A new Idempotency-Key: 128 random bits as hex (available outside secure contexts too). */
+function idempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `dashboard-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** POST /1.0/<operation>.json with ``fields`` as a JSON body, under a fresh Idempotency-Key;
+ * the envelope's ``response``, or an ApiError. */
+export async function send(operation, fields) {
+  return exchange(`/1.0/${operation}.json`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "Idempotency-Key": idempotencyKey() },
+    body: JSON.stringify(fields),
+  });
+}
+
+async function exchange(path, init) {
+  const secret = key.get();
+  if (!secret) throw new ApiError("key", "Sign in with your secret key.");
   let answer;
   try {
-    answer = await fetch(`/1.0/${operation}.json?${query}`, {
-      headers: { Authorization: `Bearer ${secret}` },
+    answer = await fetch(path, {
+      ...init,
+      headers: { ...(init.headers ?? {}), Authorization: `Bearer ${secret}` },
       cache: "no-store",
       credentials: "omit",
     });

@@ -1,12 +1,12 @@
-// The dashboard: sign-in, four views, and the states of a failed call.
+// The dashboard: sign-in, five views, and the states of a failed call.
 
-import { ApiError, call, key, onLimits, walk } from "./api.js";
+import { ApiError, call, key, onLimits, send, walk } from "./api.js";
 import * as charts from "./charts.js";
 import { download, toCsv } from "./csv.js";
 import { addDays, dayOf, daysBetween, fromUnits, toUnits, unitsToNumber } from "./numbers.js";
 
 const $ = (selector) => document.querySelector(selector);
-const VIEWS = ["usage", "packages", "downloads", "sales", "buyers"];
+const VIEWS = ["usage", "packages", "downloads", "sales", "buyers", "webhooks"];
 const BUYERS_PAGE = 25;
 
 const state = {
@@ -17,6 +17,7 @@ const state = {
   sales: null,
   downloads: null, // the package whose downloads are shown
   buyers: { package: null, cursors: [""], index: 0 },
+  webhook: { endpoint: null, cursor: null },
   retry: null,
   sequence: 0, // answers to a superseded request are dropped
 };
@@ -197,6 +198,9 @@ function signOut() {
   key.clear();
   Object.assign(state, { today: null, packages: null, sales: null });
   state.buyers = { package: null, cursors: [""], index: 0 };
+  state.webhook = { endpoint: null, cursor: null };
+  $("#webhook-log-box").hidden = true;
+  $("#webhook-sent").textContent = "";
   state.sequence++;
   for (const canvas of document.querySelectorAll("canvas")) charts.clear(canvas);
   for (const tbody of document.querySelectorAll("tbody")) tbody.replaceChildren();
@@ -236,6 +240,7 @@ function open(view) {
   else if (view === "downloads") prepareDownloads();
   else if (view === "sales") prepareSales();
   else if (view === "buyers") prepareBuyers();
+  else if (view === "webhooks") loadEndpoints();
 }
 
 for (const button of document.querySelectorAll("#nav button")) {
@@ -720,6 +725,106 @@ $("#downloads-range").addEventListener("change", () => {
   state.downloads = $("#downloads-package").value;
   loadDownloads();
 });
+
+// Webhooks ------------------------------------------------------------------------------------
+
+function loadEndpoints() {
+  run("webhooks", async (current) => {
+    const { endpoints } = await call("webhook/list");
+    if (!current()) return;
+    $("#webhooks-empty").hidden = endpoints.length > 0;
+    fill($("#webhooks-table tbody"), endpoints, (tr, endpoint) => {
+      if (!endpoint.enabled) tr.className = "refund";
+      cell(tr, endpoint.id);
+      cell(tr, endpoint.url);
+      cell(tr, endpoint.events.join(", "));
+      cell(tr, endpoint.enabled ? "enabled" : `disabled: ${endpoint.disabled_reason ?? "by hand"}`);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "Delivery log";
+      button.setAttribute("aria-label", `Delivery log of ${endpoint.id}`);
+      button.addEventListener("click", () => openLog(endpoint.id));
+      const td = document.createElement("td");
+      td.append(button);
+      tr.append(td);
+    });
+    if (state.webhook.endpoint && !endpoints.some((e) => e.id === state.webhook.endpoint)) {
+      $("#webhook-log-box").hidden = true;
+    }
+  });
+}
+
+function openLog(endpoint) {
+  state.webhook = { endpoint, cursor: null };
+  $("#webhook-log-title").textContent = `Delivery log of ${endpoint}`;
+  $("#webhook-sent").textContent = "";
+  $("#webhook-log-box").hidden = false;
+  $("#webhook-log-title").focus();
+  loadLog(false);
+}
+
+function attemptRow(tr, attempt) {
+  if (!attempt.ok) tr.className = "refund";
+  moment(cell(tr, ""), attempt.attempted_at);
+  cell(tr, attempt.event_id);
+  cell(tr, attempt.ok ? "delivered" : "failed");
+  cell(tr, attempt.status, "num");
+  cell(tr, attempt.duration_ms, "num");
+  cell(tr, attempt.response);
+  const button = document.createElement("button");
+  button.type = "button";
+  button.textContent = "Resend";
+  button.setAttribute("aria-label", `Resend ${attempt.event_id}`);
+  button.addEventListener("click", () => resend(attempt.event_id));
+  const td = document.createElement("td");
+  td.append(button);
+  tr.append(td);
+}
+
+/** The log's newest page, or (``older``) the page after the rows shown. */
+function loadLog(older) {
+  const { endpoint, cursor } = state.webhook;
+  run("webhooks", async (current) => {
+    const page = await call("webhook/deliveries", {
+      endpoint,
+      limit: 25,
+      cursor: older ? cursor : null,
+    });
+    if (!current()) return;
+    state.webhook.cursor = page.cursor;
+    const body = $("#webhook-log tbody");
+    const shown = older ? [...body.children] : [];
+    fill(body, page.attempts, attemptRow);
+    body.prepend(...shown);
+    $("#webhook-log-empty").hidden = shown.length + page.attempts.length > 0;
+    $("#webhook-log-older").disabled = !page.has_more;
+  });
+}
+
+function sent(attempt, what) {
+  const result = attempt.ok ? "delivered" : "not delivered";
+  const status = attempt.status === null ? attempt.response : `HTTP ${attempt.status}`;
+  $("#webhook-sent").textContent = `${what} ${attempt.event_id}: ${result} (${status}).`;
+  loadLog(false);
+}
+
+function resend(eventId) {
+  const { endpoint } = state.webhook;
+  run("webhooks", async () => {
+    sent(await send("webhook/redeliver", { endpoint, event: eventId }), "Resent");
+  });
+}
+
+$("#webhook-test-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const { endpoint } = state.webhook;
+  const type = $("#webhook-test-type").value;
+  run("webhooks", async () => {
+    sent(await send("webhook/test", { endpoint, event_type: type }), "Test event");
+  });
+});
+
+$("#webhook-log-older").addEventListener("click", () => loadLog(true));
 
 // Start ---------------------------------------------------------------------------------------
 
