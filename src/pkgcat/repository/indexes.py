@@ -54,7 +54,17 @@ took 56 s and 77 s of one CPU for 63 MB of text and bought a few per cent of siz
 COMPRESSORS = 4
 """Threads that compress one Packages text (each compressor releases the GIL)."""
 
-Compressed = dict[str, bytes]
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """One index file made from a Packages text: its bytes, digests (by hashlib name), ETag."""
+
+    body: bytes
+    digests: dict[str, str]
+    etag: str
+
+
+Compressed = dict[str, Made]
 """A Packages text's files by suffix: the text itself (``""``) and each compression of it."""
 MEDIA_TYPES = {
     "": "text/plain; charset=utf-8",
@@ -146,7 +156,7 @@ def release_time(when: datetime) -> str:
 
 
 def _release(
-    identity: Identity, files: dict[str, bytes], date: datetime, architectures: Iterable[str]
+    identity: Identity, files: dict[str, Made], date: datetime, architectures: Iterable[str]
 ) -> bytes:
     lines = [
         f"Origin: {identity.label}",
@@ -165,9 +175,8 @@ def _release(
     lines.append("Acquire-By-Hash: yes")
     for field_name, algorithm in HASHES:
         lines.append(f"{field_name}:")
-        for name, body in files.items():
-            digest = hashlib.new(algorithm, body).hexdigest()
-            lines.append(f" {digest} {len(body):>16} {name}")
+        for name, made in files.items():
+            lines.append(f" {made.digests[algorithm]} {len(made.body):>16} {name}")
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -178,10 +187,19 @@ def compress_all(packages: bytes, known: dict[str, Compressed], pool: Executor) 
     found = known.get(key)
     if found is None:
         jobs = {
-            suffix: pool.submit(compress, packages) for suffix, compress in COMPRESSIONS.items()
+            suffix: pool.submit(_make, compress, packages)
+            for suffix, compress in COMPRESSIONS.items()
         }
         found = known[key] = {suffix: job.result() for suffix, job in jobs.items()}
     return found
+
+
+def _make(compress: Callable[[bytes], bytes], packages: bytes) -> Made:
+    """One compression with its digests and ETag, all in the calling thread (hashlib and the
+    compressors release the GIL on large inputs, so the threads work side by side)."""
+    body = compress(packages)
+    digests = {algorithm: hashlib.new(algorithm, body).hexdigest() for _, algorithm in HASHES}
+    return Made(body, digests, entity_tag(body))
 
 
 def _repository(
@@ -193,24 +211,24 @@ def _repository(
     out: IndexSet,
     previous: dict[str, Compressed],
     pool: Executor,
+    stanzas: dict[str, str],
 ) -> None:
     """One repository's files into ``out``, under ``prefix`` (``""`` or ``sources/NAME/``)."""
-    packages = "\n".join(stanza(file, identity.depictions) for file in served).encode()
+    packages = "\n".join(stanzas[file.sha256] for file in served).encode()
     key = hashlib.sha256(packages).hexdigest()
     if key not in out.compressed and key in previous:
         out.compressed[key] = previous[key]
     made = compress_all(packages, out.compressed, pool)
-    indexes = {f"Packages{suffix}": body for suffix, body in made.items()}
+    indexes = {f"Packages{suffix}": one for suffix, one in made.items()}
     architectures = {f.architecture for f in served if f.architecture != "all"}
     release = _release(identity, indexes, date, architectures)
     files = out.files
-    for name, body in indexes.items():
-        index = IndexFile(body, MEDIA_TYPES[name.removeprefix("Packages")], entity_tag(body), date)
+    for name, one in indexes.items():
+        index = IndexFile(one.body, MEDIA_TYPES[name.removeprefix("Packages")], one.etag, date)
         files[prefix + name] = index
         for field_name, algorithm in HASHES:
-            digest = hashlib.new(algorithm, body).hexdigest()
-            files[f"{prefix}by-hash/{field_name}/{digest}"] = IndexFile(
-                body, index.media_type, index.etag, date, immutable=True
+            files[f"{prefix}by-hash/{field_name}/{one.digests[algorithm]}"] = IndexFile(
+                one.body, index.media_type, index.etag, date, immutable=True
             )
     files[prefix + "Release"] = IndexFile(release, MEDIA_TYPES[""], entity_tag(release), date)
     if sign is not None:
@@ -255,11 +273,14 @@ def build(
         return datetime.fromtimestamp(changed, UTC)
 
     before = previous.compressed if previous is not None else {}
+    # Each file's stanza once, whichever repositories list it.
+    stanzas = {file.sha256: stanza(file, identity.depictions) for file in snapshot.files}
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
-        _repository("", snapshot.files, identity, latest(snapshot.files), sign, found, before, pool)
+        parts = (before, pool, stanzas)
+        _repository("", snapshot.files, identity, latest(snapshot.files), sign, found, *parts)
         for source, files in by_source.items():
             when = latest(files)
-            _repository(f"sources/{source}/", files, identity, when, sign, found, before, pool)
+            _repository(f"sources/{source}/", files, identity, when, sign, found, *parts)
     # One depiction per package: of the version details shows, else of its last file listed.
     chosen: dict[str, ServedFile] = {}
     for file in snapshot.files:
