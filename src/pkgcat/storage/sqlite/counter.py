@@ -67,6 +67,11 @@ _DROPPED = Counted(0, -1)
 """A count the commit dropped: its key or application had gone."""
 _LANDED = Counted(1, -1)
 """What a download's waiter gets once its commit has landed."""
+TOTALS_FOR = 1.0
+"""Seconds a worker keeps a package's counted downloads: another worker's show in details
+within this long, the worker's own at once."""
+TOTALS_KEPT = 10_000
+"""Packages whose totals a worker keeps before it drops them all."""
 
 CHECKPOINT_INTERVAL = 1.0
 """Seconds between two WAL checkpoints started by the server (each on its own thread)."""
@@ -108,6 +113,8 @@ class SqliteCounter:
         self._retracted: dict[tuple[int, str, str], int] = {}
         # (package, UTC day) -> whole downloads of the batch; their waiters' key is None.
         self._downloads: dict[tuple[str, str], int] = {}
+        # package -> (counted downloads, when read): see downloads_total
+        self._totals: dict[str, tuple[int, float]] = {}
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._checkpointer: ThreadPoolExecutor | None = None
@@ -144,10 +151,18 @@ class SqliteCounter:
         return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
     async def downloads_total(self, package: str) -> int:
-        # One primary-key read on the loop's thread (microseconds): every worker's commits
-        # are in the file, so nothing needs telling.
+        # Kept for TOTALS_FOR seconds (a read costs more than the rest of a cached details
+        # answer); this worker's own commits drop what it keeps, so they show at once.
+        now = time.monotonic()
+        kept = self._totals.get(package)
+        if kept is not None and now - kept[1] < TOTALS_FOR:
+            return kept[0]
         found = self._database.db.execute(rows.DOWNLOADS_TOTAL, (package,)).fetchone()
-        return 0 if found is None else int(found[0])
+        total = 0 if found is None else int(found[0])
+        if len(self._totals) >= TOTALS_KEPT:
+            self._totals.clear()
+        self._totals[package] = (total, now)
+        return total
 
     async def record_download(self, package: str, day: date, count: int = 1) -> None:
         loop = self._own_loop()
@@ -227,22 +242,29 @@ class SqliteCounter:
             live: set[tuple[int, int, str]] = set()
             db.execute("BEGIN IMMEDIATE")
             try:
-                # First, so that the totals the increments return are exact.
-                for statement, parameters in rows.retractions(self._retracted).items():
-                    db.executemany(statement, parameters)
+                # First, so that the totals the increments return are exact. Statements
+                # with nothing to do are not sent: each costs microseconds even empty.
+                if self._retracted:
+                    for statement, parameters in rows.retractions(self._retracted).items():
+                        db.executemany(statement, parameters)
                 for (a, k, d), n in counts.items():
                     row = db.execute(rows.INCREMENT, (d, n, k, a)).fetchone()
                     if row is not None:  # else dropped: the key has gone
                         totals[a, d] = int(row[0])
                         live.add((a, k, d))
-                db.executemany(rows.INCREMENT_OPERATION, _split(operations, live))
-                db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
-                db.executemany(
-                    rows.INCREMENT_DOWNLOADS, [(p, d, n) for (p, d), n in self._downloads.items()]
-                )
-                db.executemany(
-                    rows.INCREMENT_DOWNLOAD_TOTAL, rows.downloads_by_package(self._downloads)
-                )
+                if live:
+                    db.executemany(rows.INCREMENT_OPERATION, _split(operations, live))
+                if self._touches:
+                    db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
+                if self._downloads:
+                    self._totals.clear()  # this worker's downloads show in details at once
+                    downloads = self._downloads
+                    db.executemany(
+                        rows.INCREMENT_DOWNLOADS, [(p, d, n) for (p, d), n in downloads.items()]
+                    )
+                    db.executemany(
+                        rows.INCREMENT_DOWNLOAD_TOTAL, rows.downloads_by_package(downloads)
+                    )
                 generation = read_generation(db)
                 db.execute("COMMIT")
             finally:
