@@ -388,154 +388,135 @@ class ApiApp:
         A request still under way at its deadline is cancelled and answered 503; one answered
         503 once counted has its count taken back: a 503 is never counted.
         """
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
         rate: Headers = []
-        admitted: list[Caller] = []
-        token = id(admitted)  # unique while the request lasts
+        token = id(rate)  # unique while the request lasts
+        task = None
         # Reads only: a write (an upload) lasts as long as its body takes to arrive.
-        if task is not None and handler is not None:
-            self._inflight[token] = (task, loop.time() + self._deadline)
-            if self._sweeping is not loop:
-                self._sweeping = loop
-                loop.call_later(SWEEP_EVERY, self._sweep, loop)
-        try:
-            return await self._answer_in_time(
-                scope,
-                path,
-                handler,
-                request_id,
-                (authorization, if_none_match),
-                receive,
-                rate,
-                admitted,
-            )
-        except asyncio.CancelledError:
-            if token not in self._late or task is None:
-                raise  # not ours: the server's
-            task.uncancel()
-            application = None
-            if admitted:  # counted before the deadline: taken back
-                self.service.retract(admitted[0], operation_name(path))
-                application = admitted[0].application.id
-            why = f"no answer within {self._deadline:g} s"
-            return *self._unavailable_answer(request_id, path, why, rate), application
-        finally:
-            self._inflight.pop(token, None)
-            self._late.discard(token)
-
-    async def _answer_in_time(
-        self,
-        scope: Scope,
-        path: str,
-        handler: Handler | None,
-        request_id: str,
-        given: tuple[bytes | None, bytes | None],
-        receive: Receive,
-        rate: Headers,
-        admitted: list[Caller],
-    ) -> tuple[int, bytes, Headers, int, int | None]:
-        """:meth:`_answer`'s work; ``rate`` and ``admitted`` (the caller once counted) are
-        filled in as it goes, for the answer of a request cancelled at its deadline.
-        ``given``: the request's Authorization and If-None-Match headers."""
-        authorization, if_none_match = given
+        if handler is not None:
+            task = asyncio.current_task()
+            if task is not None:
+                loop = task.get_loop()
+                self._inflight[token] = (task, loop.time() + self._deadline)
+                if self._sweeping is not loop:
+                    self._sweeping = loop
+                    loop.call_later(SWEEP_EVERY, self._sweep, loop)
         application: int | None = None
         query: Query = {}
         caller: Caller | None = None
         write: WriteHandler | None = None
         hook: WebhookHandler | None = None
         try:
-            if handler is None:
-                write = WRITE_ROUTES.get(path)
-                hook = WEBHOOK_ROUTES.get(path) if write is None else None
-                if write is None and hook is None:
-                    if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
-                        raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
-                    raise UnknownVersion(
-                        f"unknown API version in {path!r}; this server speaks {VERSION}"
-                    )
-                method = BY_PATH[path].method  # a write is POST, and only POST
-                if scope["method"] != method:
-                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use {method}")
-            elif scope["method"] != "GET":
-                raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
-            query, repeated = parse_query(scope["query_string"])
-            throttle = self.throttle
-            if throttle.refused:  # some address guessed too many keys: is it this one?
-                wait = throttle.refusal(throttle.client(scope))
-                if wait is not None:
-                    raise TooManyFailures(throttle.allowance, wait, throttle.window)
-            if "secret_key" in repeated:
-                raise Unauthenticated("secret_key: given more than once")
-            key = presented_key(query.get("secret_key"), authorization, query_keys=self.query_keys)
-            caller, decision = await self.service.admit(
-                key, operation_name(path), time() + self._cutoff_after
-            )
-            application = caller.application.id
-            admitted.append(caller)
-            rate.extend(_rate_headers(decision))
-            if repeated:
-                raise InvalidArgument(min(repeated), "given more than once")
-            if hook is not None:
-                operation = BY_PATH[path]
-                self.service.require_scope(caller, operation.scope, operation.name)
-                if self.webhooks is None:
-                    raise InternalError("this server manages no webhooks")
-                call = Call(
-                    self.service, self.webhooks, caller, query, Incoming(scope["headers"], receive)
-                )
-                return 200, await hook(call), rate, 0, application
-            if write is not None:
-                operation = BY_PATH[path]
-                self.service.require_scope(caller, operation.scope, operation.name)
-                if self.uploads is None:
-                    raise InternalError("this server takes no writes")
-                incoming = Incoming(scope["headers"], receive)
-                return (
-                    200,
-                    await write(self.service, self.uploads, caller, incoming),
-                    rate,
-                    0,
-                    application,
-                )
-            assert handler is not None
-            body = await handler(self.service, caller, query, self.responses)
-            if handler in TAGGED:
-                tag = self.etags.get(caller.generation, body)
-                if tag is None:
-                    tag = entity_tag(body)
-                    self.etags.put(caller.generation, body, tag)
-                rate.append((b"etag", tag))
-                if if_none_match is not None and matches(if_none_match, tag):
-                    return 304, b"", rate, 0, application  # counted and limited all the same
-            return 200, body, rate, 0, application
-        except RateLimited as error:
-            return *_refused(error), error.code, error.application_id
-        except Unauthenticated as error:
-            # No key is not a guess, nor is a key the deployment refuses unread in the query.
-            guess = authorization is not None or query.get("secret_key")
-            if guess and not isinstance(error, QueryKeyRefused):
+            try:
+                if handler is None:
+                    write = WRITE_ROUTES.get(path)
+                    hook = WEBHOOK_ROUTES.get(path) if write is None else None
+                    if write is None and hook is None:
+                        if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
+                            raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
+                        raise UnknownVersion(
+                            f"unknown API version in {path!r}; this server speaks {VERSION}"
+                        )
+                    method = BY_PATH[path].method  # a write is POST, and only POST
+                    if scope["method"] != method:
+                        raise MethodNotAllowed(
+                            f"method {scope['method']} not allowed; use {method}"
+                        )
+                elif scope["method"] != "GET":
+                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use GET")
+                query, repeated = parse_query(scope["query_string"])
                 throttle = self.throttle
-                wait = await throttle.failed(throttle.client(scope))
-                if wait is not None:
-                    refused = TooManyFailures(throttle.allowance, wait, throttle.window)
-                    return *_refused(refused), refused.code, application
-            status, body, headers = error_response(error)
-            return status, body, rate + headers, error.code, application
-        except ApiError as error:
-            status, body, headers = error_response(error)
-            if isinstance(error, MethodNotAllowed):
-                allowed = BY_PATH[path].method if path in BY_PATH else "GET"
-                headers.append((b"allow", allowed.encode()))
-            return status, body, rate + headers, error.code, application
-        except Exception as error:
-            if self._unavailable(error):
-                if caller is not None:  # counted before the database failed: taken back
-                    self.service.retract(caller, operation_name(path))
-                why = f"database unavailable ({type(error).__name__})"
-                return *self._unavailable_answer(request_id, path, why, rate), application
-            # The body says only that it failed; the log has the trace, under the same id.
-            log.exception("request %s to %s failed", request_id, request_text(path))
-            internal = InternalError(f"internal error; request id {request_id}")
-            status, body, headers = error_response(internal)
-            return status, body, rate + headers, internal.code, application
+                if throttle.refused:  # some address guessed too many keys: is it this one?
+                    wait = throttle.refusal(throttle.client(scope))
+                    if wait is not None:
+                        raise TooManyFailures(throttle.allowance, wait, throttle.window)
+                if "secret_key" in repeated:
+                    raise Unauthenticated("secret_key: given more than once")
+                key = presented_key(
+                    query.get("secret_key"), authorization, query_keys=self.query_keys
+                )
+                caller, decision = await self.service.admit(
+                    key, operation_name(path), time() + self._cutoff_after
+                )
+                application = caller.application.id
+                rate.extend(_rate_headers(decision))
+                if repeated:
+                    raise InvalidArgument(min(repeated), "given more than once")
+                if hook is not None:
+                    operation = BY_PATH[path]
+                    self.service.require_scope(caller, operation.scope, operation.name)
+                    if self.webhooks is None:
+                        raise InternalError("this server manages no webhooks")
+                    call = Call(
+                        self.service,
+                        self.webhooks,
+                        caller,
+                        query,
+                        Incoming(scope["headers"], receive),
+                    )
+                    return 200, await hook(call), rate, 0, application
+                if write is not None:
+                    operation = BY_PATH[path]
+                    self.service.require_scope(caller, operation.scope, operation.name)
+                    if self.uploads is None:
+                        raise InternalError("this server takes no writes")
+                    incoming = Incoming(scope["headers"], receive)
+                    return (
+                        200,
+                        await write(self.service, self.uploads, caller, incoming),
+                        rate,
+                        0,
+                        application,
+                    )
+                assert handler is not None
+                body = await handler(self.service, caller, query, self.responses)
+                if handler in TAGGED:
+                    tag = self.etags.get(caller.generation, body)
+                    if tag is None:
+                        tag = entity_tag(body)
+                        self.etags.put(caller.generation, body, tag)
+                    rate.append((b"etag", tag))
+                    if if_none_match is not None and matches(if_none_match, tag):
+                        return 304, b"", rate, 0, application  # counted and limited all the same
+                return 200, body, rate, 0, application
+            except RateLimited as error:
+                return *_refused(error), error.code, error.application_id
+            except Unauthenticated as error:
+                # No key is not a guess, nor is a key the deployment refuses unread in the query.
+                guess = authorization is not None or query.get("secret_key")
+                if guess and not isinstance(error, QueryKeyRefused):
+                    throttle = self.throttle
+                    wait = await throttle.failed(throttle.client(scope))
+                    if wait is not None:
+                        refused = TooManyFailures(throttle.allowance, wait, throttle.window)
+                        return *_refused(refused), refused.code, application
+                status, body, headers = error_response(error)
+                return status, body, rate + headers, error.code, application
+            except ApiError as error:
+                status, body, headers = error_response(error)
+                if isinstance(error, MethodNotAllowed):
+                    allowed = BY_PATH[path].method if path in BY_PATH else "GET"
+                    headers.append((b"allow", allowed.encode()))
+                return status, body, rate + headers, error.code, application
+            except Exception as error:
+                if self._unavailable(error):
+                    if caller is not None:  # counted before the database failed: taken back
+                        self.service.retract(caller, operation_name(path))
+                    why = f"database unavailable ({type(error).__name__})"
+                    return *self._unavailable_answer(request_id, path, why, rate), application
+                # The body says only that it failed; the log has the trace, under the same id.
+                log.exception("request %s to %s failed", request_id, request_text(path))
+                internal = InternalError(f"internal error; request id {request_id}")
+                status, body, headers = error_response(internal)
+                return status, body, rate + headers, internal.code, application
+        except asyncio.CancelledError:  # the deadline's, or the server's
+            if token not in self._late or task is None:
+                raise  # not ours: the server's
+            task.uncancel()
+            if caller is not None:  # counted before the deadline: taken back
+                self.service.retract(caller, operation_name(path))
+            why = f"no answer within {self._deadline:g} s"
+            return *self._unavailable_answer(request_id, path, why, rate), application
+        finally:
+            if task is not None:
+                self._inflight.pop(token, None)
+                self._late.discard(token)
