@@ -14,18 +14,8 @@ from typing import Annotated
 import typer
 
 from pkgcat.cli._tables import Column, print_rows
-from pkgcat.cli.client import (
-    AsJson,
-    BaseUrl,
-    Cursor,
-    KeyIn,
-    Limit,
-    Retries,
-    Zone,
-    _cell,
-    _client,
-    _print_json,
-)
+from pkgcat.cli.client_config import Cursor, Limit, Options, Output, client_options
+from pkgcat.cli.client_render import canonical, print_json
 from pkgcat.client import WebhookAttempt, WebhookEndpoint, WebhookSecret
 
 app = typer.Typer(
@@ -51,6 +41,9 @@ IdempotencyKey = Annotated[
     ),
 ]
 
+_options = client_options(without=("output_format", "as_csv"))
+"""The shared options, but the output is a table or, with ``--json``, JSON: no --format nor --csv."""
+
 _ENDPOINT_COLUMNS = ("id", "url", "events", "enabled", "disabled_reason", "created_at")
 _ATTEMPT_COLUMNS = ("event_id", "attempted_at", "ok", "status", "duration_ms", "response")
 
@@ -59,13 +52,13 @@ def _events(text: str | None) -> list[str] | None:
     return None if text is None else [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _show_endpoints(endpoints: Sequence[WebhookEndpoint], as_json: bool) -> None:
-    if as_json:
-        _print_json(list(endpoints))
+def _show_endpoints(endpoints: Sequence[WebhookEndpoint], output: Output) -> None:
+    if output == "json":
+        print_json(list(endpoints))
         return
     rows = [
         [
-            _cell(",".join(e.events) if name == "events" else getattr(e, name))
+            canonical(",".join(e.events) if name == "events" else getattr(e, name))
             for name in _ENDPOINT_COLUMNS
         ]
         for e in endpoints
@@ -73,72 +66,66 @@ def _show_endpoints(endpoints: Sequence[WebhookEndpoint], as_json: bool) -> None
     print_rows([Column(name) for name in _ENDPOINT_COLUMNS], rows)
 
 
-def _show_secret(made: WebhookSecret, as_json: bool) -> None:
-    if as_json:
-        _print_json({"endpoint": made.endpoint, "secret": made.secret})
+def _show_secret(made: WebhookSecret, output: Output) -> None:
+    if output == "json":
+        print_json({"endpoint": made.endpoint, "secret": made.secret})
         return
-    _show_endpoints([made.endpoint], False)
+    _show_endpoints([made.endpoint], "table")
     typer.echo(f"signing secret (shown once, store it now): {made.secret}")
 
 
-def _show_attempts(attempts: Sequence[WebhookAttempt], as_json: bool) -> None:
-    if as_json:
-        _print_json(list(attempts))
+def _show_attempts(attempts: Sequence[WebhookAttempt], output: Output) -> None:
+    if output == "json":
+        print_json(list(attempts))
         return
-    rows = [[_cell(getattr(a, name)) for name in _ATTEMPT_COLUMNS] for a in attempts]
+    rows = [[canonical(getattr(a, name)) for name in _ATTEMPT_COLUMNS] for a in attempts]
     print_rows([Column(name) for name in _ATTEMPT_COLUMNS], rows)
 
 
-def _sent(attempt: WebhookAttempt, as_json: bool) -> None:
+def _sent(attempt: WebhookAttempt, output: Output) -> None:
     """The attempt; exit 1 unless the receiver answered 2xx in time."""
-    if as_json:
-        _print_json(attempt)
+    if output == "json":
+        print_json(attempt)
     else:
-        _show_attempts([attempt], False)
+        _show_attempts([attempt], "table")
     if not attempt.ok:
         raise typer.Exit(1)
 
 
 @app.command("create")
+@_options
 def create(
-    ctx: typer.Context,
     url: Url = None,
     events: Events = None,
     idempotency_key: IdempotencyKey = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """Add an endpoint; print it and its signing secret, once."""
     wanted = _events(events)
     if url is None or not wanted:
         typer.echo("error: give --url and --events", err=True)
         raise typer.Exit(2)
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         made = client.webhook_create(url, wanted, idempotency_key)
-    _show_secret(made, as_json)
+    _show_secret(made, options.output)
 
 
 @app.command("list")
+@_options
 def list_endpoints(
-    ctx: typer.Context,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """The application's endpoints; disabled ones say why. Never their secrets."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         found = client.webhook_list()
-    _show_endpoints(found, as_json)
+    _show_endpoints(found, options.output)
 
 
 @app.command("update")
+@_options
 def update(
-    ctx: typer.Context,
     endpoint: EndpointId,
     url: Url = None,
     events: Events = None,
@@ -147,111 +134,93 @@ def update(
         typer.Option("--enable/--disable", help="Enable (failures forgotten) or disable."),
     ] = None,
     idempotency_key: IdempotencyKey = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """Change an endpoint's address, events, or whether it is enabled."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         changed = client.webhook_update(endpoint, url, _events(events), enabled, idempotency_key)
-    _show_endpoints([changed], as_json)
+    _show_endpoints([changed], options.output)
 
 
 @app.command("delete")
+@_options
 def delete(
-    ctx: typer.Context,
     endpoint: EndpointId,
     idempotency_key: IdempotencyKey = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """Delete an endpoint and its delivery log."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         gone = client.webhook_delete(endpoint, idempotency_key)
-    if as_json:
-        _print_json({"id": gone, "deleted": True})
+    if options.output == "json":
+        print_json({"id": gone, "deleted": True})
     else:
         typer.echo(f"deleted endpoint {gone}")
 
 
 @app.command("roll-secret")
+@_options
 def roll_secret(
-    ctx: typer.Context,
     endpoint: EndpointId,
     idempotency_key: IdempotencyKey = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """Start a new signing secret, printed once; the current one signs too for 24 hours."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         made = client.webhook_roll_secret(endpoint, idempotency_key)
-    _show_secret(made, as_json)
+    _show_secret(made, options.output)
 
 
 @app.command("deliveries")
+@_options
 def deliveries(
-    ctx: typer.Context,
     endpoint: EndpointId,
     limit: Limit = None,
     cursor: Cursor = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """A page of the endpoint's delivery log, newest first (--cursor for the next)."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         page = client.webhook_deliveries(endpoint, limit or 25, cursor)
-    if as_json:
-        _print_json(page)
+    if options.output == "json":
+        print_json(page)
         return
-    _show_attempts(page.attempts, False)
+    _show_attempts(page.attempts, "table")
     if page.cursor is not None:
         typer.echo(f"more follow: --cursor {page.cursor}", err=True)
 
 
 @app.command("redeliver")
+@_options
 def redeliver(
-    ctx: typer.Context,
     endpoint: EndpointId,
     event: Annotated[str, typer.Option("--event", help="The event to send again (evt_...).")],
     idempotency_key: IdempotencyKey = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """Send one stored event to the endpoint again, now; exit 1 unless a 2xx."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         attempt = client.webhook_redeliver(endpoint, event, idempotency_key)
-    _sent(attempt, as_json)
+    _sent(attempt, options.output)
 
 
 @app.command("test")
+@_options
 def send_test(
-    ctx: typer.Context,
     endpoint: EndpointId,
     event_type: Annotated[
         str, typer.Option("--event-type", help="The sample's event type (sale.completed...).")
     ],
     idempotency_key: IdempotencyKey = None,
-    base_url: BaseUrl = None,
-    tz: Zone = "UTC",
-    key_in: KeyIn = "header",
-    retries: Retries = 3,
-    as_json: AsJson = False,
+    *,
+    options: Options,
 ) -> None:
     """Send a sample event (marked "test": true) to the endpoint now; exit 1 unless a 2xx."""
-    with _client(ctx, base_url, tz, key_in, retries) as client:
+    with options.client() as client:
         attempt = client.webhook_test(endpoint, event_type, idempotency_key)
-    _sent(attempt, as_json)
+    _sent(attempt, options.output)
