@@ -39,7 +39,8 @@ from pkgcat.errors import (
     ScopeMissing,
     Unauthenticated,
 )
-from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
+from pkgcat.storage.interfaces import RateLimiter, UsageCounter
+from pkgcat.storage.reads import Catalogue
 
 Clock = Callable[[], datetime]
 
@@ -135,7 +136,7 @@ class CatalogueService:
 
     def __init__(
         self,
-        catalogue: CatalogueReader,
+        catalogue: Catalogue,
         counter: UsageCounter,
         limiter: RateLimiter,
         *,

@@ -23,8 +23,8 @@ from pkgcat.storage.blobs import BlobStore, DirectoryBlobs, default_blob_dir
 from pkgcat.storage.cache import CachedCatalogue, CachedUsage
 from pkgcat.storage.engine import backend_name
 from pkgcat.storage.interfaces import (
-    CatalogueReader,
     ChangeFeed,
+    Executor,
     FailureLimiter,
     PoolUse,
     RateLimiter,
@@ -108,25 +108,25 @@ def database_unavailable(error: Exception) -> bool:
 
 def _database(
     settings: Settings,
-) -> tuple[CatalogueReader, ChangeFeed, WatchedCounter, Callable[[], PoolUse | None]]:
+) -> tuple[Executor, ChangeFeed, WatchedCounter, Callable[[], PoolUse | None]]:
     backend = backend_name(settings.database_url)
     if backend == "sqlite":
-        from pkgcat.storage.sqlite import SqliteCatalogue, SqliteChanges, SqliteCounter
+        from pkgcat.storage.sqlite import SqliteChanges, SqliteCounter, SqliteExecutor
         from pkgcat.storage.sqlite.connection import SqliteDatabase
 
         database = SqliteDatabase(settings.database_url)
         changes = SqliteChanges(database)
         counter = SqliteCounter(database, changes=changes)
-        return SqliteCatalogue(database), changes, counter, _no_pool
+        return SqliteExecutor(database), changes, counter, _no_pool
     if backend == "postgresql":
-        from pkgcat.storage.postgres import PostgresCatalogue, PostgresChanges, PostgresCounter
+        from pkgcat.storage.postgres import PostgresChanges, PostgresCounter, PostgresExecutor
         from pkgcat.storage.postgres.connection import PostgresDatabase
 
         pg = PostgresDatabase(settings.database_url, pool_size=settings.database_pool_size)
         feed = PostgresChanges(pg)
         pg_counter = PostgresCounter(pg, told=feed.listening)
         feed.on_downloads = pg_counter.forget_downloads
-        return PostgresCatalogue(pg), feed, pg_counter, pg.pool_use
+        return PostgresExecutor(pg), feed, pg_counter, pg.pool_use
     raise ValueError(
         f"PKGCAT_DATABASE_URL: pkgcat runs on sqlite:/// or postgresql://, not {backend!r}"
     )
@@ -166,9 +166,9 @@ def open_failure_limiter(settings: Settings) -> FailureLimiter:
 
 def open_storage(settings: Settings) -> Storage:
     """The backends ``settings`` name, the catalogue and usage behind one cache layer."""
-    reader, changes, counter, pool_use = _database(settings)
+    executor, changes, counter, pool_use = _database(settings)
     budget = settings.cache_max_bytes
-    catalogue = CachedCatalogue(reader, changes, max_bytes=budget)
+    catalogue = CachedCatalogue(executor, changes, max_bytes=budget)
     return Storage(
         catalogue=catalogue,
         usage=CachedUsage(counter, catalogue, max_bytes=budget),
