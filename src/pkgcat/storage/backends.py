@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pkgcat.config import Settings
 from pkgcat.errors import NotReady
 from pkgcat.storage.blobs import BlobStore, DirectoryBlobs, default_blob_dir
 from pkgcat.storage.cache import CachedCatalogue, CachedUsage
-from pkgcat.storage.engine import backend_name
+from pkgcat.storage.engine import backend_name, engine_for
 from pkgcat.storage.interfaces import (
     ChangeFeed,
     Executor,
@@ -30,6 +31,9 @@ from pkgcat.storage.interfaces import (
     RateLimiter,
     UsageCounter,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 class WatchedCounter(UsageCounter, Protocol):
@@ -176,6 +180,40 @@ def open_storage(settings: Settings) -> Storage:
         counter=counter,
         pool_use=pool_use,
     )
+
+
+class WriteEngine:
+    """A worker's one SQLAlchemy engine, for what it does off the request path's drivers: the
+    uploads, the webhook operations, the served repository and the store.
+
+    Made at its first use (in the worker, after the fork), from whichever thread comes
+    first: a lock makes sure only one is ever made.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        self._url = database_url
+        self._engine: Engine | None = None
+        self._making = threading.Lock()
+
+    def __call__(self) -> Engine:
+        engine = self._engine
+        if engine is None:
+            with self._making:
+                if self._engine is None:
+                    self._engine = engine_for(self._url)
+                engine = self._engine
+        return engine
+
+    def dispose(self) -> None:
+        with self._making:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+
+def open_write_engine(settings: Settings) -> WriteEngine:
+    """The worker's engine for the database the settings name, made at its first use."""
+    return WriteEngine(settings.database_url)
 
 
 def open_blobs(settings: Settings) -> BlobStore:

@@ -33,7 +33,6 @@ from pkgcat.repository.debs import pool_path
 from pkgcat.repository.keys import NoPassphrase
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage import store as db
-from pkgcat.storage.engine import engine_for
 from pkgcat.storage.limiter import WindowLimiter
 from pkgcat.store.mail import Mailer
 from pkgcat.store.payments import Payment, platform_for
@@ -91,14 +90,15 @@ class Store:
         self,
         settings: Settings,
         served: ServedRepository,
+        engine: Callable[[], Engine],
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``engine``: the worker's engine, made at its first use (the caller disposes of it)."""
         assert settings.store_url is not None
         self.url = settings.store_url
         self.name = settings.store_name
-        self._database_url = settings.database_url
-        self._engine: Engine | None = None
+        self._engine = engine
         self._served = served
         self._mailer = Mailer(settings)
         self._platform = platform_for(settings)
@@ -126,9 +126,8 @@ class Store:
         return self._platform is not None and self._platform.name == "test"
 
     def engine(self) -> Engine:
-        if self._engine is None:  # made in the worker, after the fork
-            self._engine = engine_for(self._database_url)
-        return self._engine
+        """The worker's engine (:class:`pkgcat.storage.backends.WriteEngine`)."""
+        return self._engine()
 
     def now(self) -> int:
         return int(self._clock())
@@ -326,8 +325,6 @@ class Store:
 
     async def close(self) -> None:
         await self._limiter.close()
-        if self._engine is not None:
-            self._engine.dispose()
 
 
 def _stripe_effect(event: dict[str, Any], now: int) -> Callable[[Connection], object] | None:
