@@ -7,7 +7,7 @@ rate limit and the durable count), then through one operation. Each method raise
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -150,6 +150,9 @@ class CatalogueService:
         self._default_shape = default_shape
         self._default_timezone = default_timezone
         self._clock = clock
+        self.counted_downloads: Callable[[str], Awaitable[int]] = counter.downloads_total
+        """The whole downloads the served repository counted of a package, every day (the
+        counter's own method: details awaits it on every request, and a call less counts)."""
         self._cursors: Cursors | None = None
 
     async def admit(
@@ -330,10 +333,6 @@ class CatalogueService:
         return BuyersPage(
             start=start, limit=limit, total=found.total, page=page, buyers=tuple(found.purchases)
         )
-
-    async def counted_downloads(self, package_id: str) -> int:
-        """The whole downloads the served repository counted of a package, every day."""
-        return await self._counter.downloads_total(package_id)
 
     @staticmethod
     def with_downloads(package: Package, counted: int) -> Package:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import ParamSpec
+from typing import TypeVarTuple
 
 from pkgcat.domain import Caller
 from pkgcat.http.operations import Query
@@ -12,7 +12,7 @@ from pkgcat.storage.cache import GenerationCache, cache_bytes
 
 __all__ = ["Handler", "Query", "ResponseCache", "response_cache"]
 
-P = ParamSpec("P")
+Ts = TypeVarTuple("Ts")
 
 
 class ResponseCache(GenerationCache[tuple[object, ...], bytes]):
@@ -32,17 +32,16 @@ class ResponseCache(GenerationCache[tuple[object, ...], bytes]):
         self,
         caller: Caller,
         key: tuple[object, ...],
-        render: Callable[P, Awaitable[bytes]],
-        *args: P.args,
-        **kwargs: P.kwargs,
+        render: Callable[[*Ts], Awaitable[bytes]],
+        *args: *Ts,
     ) -> bytes:
         """The answer kept under ``key`` for the caller's view (source, shape and zone), or
-        ``render(*args, **kwargs)``'s, kept for the caller's catalogue generation."""
+        ``render(*args)``'s, kept for the caller's catalogue generation."""
         generation = caller.generation
         key = (*key, caller.application.source_id, caller.shape, caller.timezone)
         body = self.get(generation, key)
         if body is None:
-            body = await render(*args, **kwargs)
+            body = await render(*args)
             self.put(generation, key, body)
         return body
 
