@@ -282,7 +282,7 @@ class CatalogueService:
         """Requests on each of ``calendar``'s consecutive days (oldest first), 0 for none."""
         if not calendar:
             return []
-        counts = await self._counter.usage(caller.application.id, calendar[0], calendar[-1])
+        counts = await self._catalogue.usage(caller.application.id, calendar[0], calendar[-1])
         return [UsageDay(day, counts.get(day, 0)) for day in calendar]
 
     async def usage_operations_on(
@@ -291,7 +291,9 @@ class CatalogueService:
         """Requests on each of ``calendar``'s days by operation (days and operations with none absent)."""
         if not calendar:
             return {}
-        return await self._counter.operations(caller.application.id, calendar[0], calendar[-1])
+        return await self._catalogue.usage_operations(
+            caller.application.id, calendar[0], calendar[-1]
+        )
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""
@@ -346,7 +348,7 @@ class CatalogueService:
     ) -> DownloadsReport:
         """One of the caller's packages' whole downloads on each of ``calendar``'s days."""
         package = await self._own_package(caller, package_id, "its downloads")
-        counts = await self._counter.downloads(package.package, calendar[0], calendar[-1])
+        counts = await self._catalogue.downloads(package.package, calendar[0], calendar[-1])
         return DownloadsReport(
             package.package, tuple(UsageDay(day, counts.get(day, 0)) for day in calendar)
         )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from pkgcat.config import Settings
 from pkgcat.errors import NotReady
 from pkgcat.storage.blobs import BlobStore, DirectoryBlobs, default_blob_dir
-from pkgcat.storage.cache import CachedCatalogue, CachedUsage
+from pkgcat.storage.cache import CachedCatalogue
 from pkgcat.storage.engine import backend_name, engine_for
 from pkgcat.storage.interfaces import (
     ChangeFeed,
@@ -57,7 +57,7 @@ class Storage:
     """Everything the request path reads and writes, for one worker."""
 
     catalogue: CachedCatalogue
-    usage: CachedUsage
+    usage: WatchedCounter
     limiter: RateLimiter
     counter: WatchedCounter
     """The counter behind ``usage``, for ``/metrics``."""
@@ -175,7 +175,7 @@ def open_storage(settings: Settings) -> Storage:
     catalogue = CachedCatalogue(executor, changes, max_bytes=budget)
     return Storage(
         catalogue=catalogue,
-        usage=CachedUsage(counter, catalogue, max_bytes=budget),
+        usage=counter,
         limiter=_limiter(settings),
         counter=counter,
         pool_use=pool_use,

@@ -28,15 +28,7 @@ from datetime import date, timedelta
 from typing import Any, Generic, TypeVar
 
 from pkgcat.domain import KeyRecord, Package, SalesTotal
-from pkgcat.storage.interfaces import (
-    BuyerKey,
-    BuyersHint,
-    BuyersSlice,
-    ChangeFeed,
-    Counted,
-    Executor,
-    UsageCounter,
-)
+from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice, ChangeFeed, Executor
 from pkgcat.storage.reads import Catalogue
 
 K = TypeVar("K")
@@ -202,6 +194,10 @@ class CachedCatalogue(Catalogue):
         self._sales: GenerationCache[tuple[object, ...], list[SalesTotal]] = GenerationCache(
             cache_bytes(max_bytes, "sales")
         )
+        # (application, first day asked) -> (the day the history stops before, its counts)
+        self._history: GenerationCache[tuple[int, date], tuple[date, dict[date, int]]] = (
+            GenerationCache(cache_bytes(max_bytes, "history"))
+        )
 
     async def generation(self) -> int:
         self._generation = self._changes.current()
@@ -322,73 +318,21 @@ class CachedCatalogue(Catalogue):
             self._sales.put(generation, key, found)
         return found
 
+    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
+        # Days before yesterday no longer change (requests are counted on their today):
+        # they are read once per catalogue generation (operator loads of usage statistics
+        # move it); yesterday and today every time.
+        recent = last - timedelta(days=1)
+        if first >= recent:
+            return await super().usage(application_id, first, last)
+        generation = self._generation
+        history = self._history.get(generation, (application_id, first))
+        if history is None or history[0] != recent:
+            counts = await super().usage(application_id, first, recent - timedelta(days=1))
+            history = (recent, counts)
+            self._history.put(generation, (application_id, first), history)
+        return history[1] | await super().usage(application_id, recent, last)
+
     async def close(self) -> None:
         await super().close()
         await self._changes.close()
-
-
-class CachedUsage:
-    """A :class:`UsageCounter` in front of another: history that cannot change, read once.
-
-    Counting passes straight through. Usage reads take the days before
-    yesterday (no request can be counted on them any more) from the cache,
-    for as long as the catalogue's generation holds (operator loads of usage
-    statistics move it), and only the last two days from the counter.
-    """
-
-    def __init__(
-        self, counter: UsageCounter, catalogue: CachedCatalogue, *, max_bytes: int
-    ) -> None:
-        """``max_bytes`` is the worker's whole budget: this takes its share of it."""
-        self._counter = counter
-        self._catalogue = catalogue
-        # (application, first day asked) -> (the day the history stops before, its counts)
-        self._history: GenerationCache[tuple[int, date], tuple[date, dict[date, int]]] = (
-            GenerationCache(cache_bytes(max_bytes, "history"))
-        )
-
-    async def record(
-        self,
-        application_id: int,
-        day: date,
-        key_id: int,
-        when: int,
-        operation: str,
-        cutoff: float | None = None,
-    ) -> Counted:
-        return await self._counter.record(application_id, day, key_id, when, operation, cutoff)
-
-    def retract(self, application_id: int, day: date, operation: str) -> None:
-        self._counter.retract(application_id, day, operation)
-
-    async def operations(
-        self, application_id: int, first: date, last: date
-    ) -> dict[date, dict[str, int]]:
-        # Read whole: the response cache keeps what it rendered of the settled days.
-        return await self._counter.operations(application_id, first, last)
-
-    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
-        # Days before yesterday no longer change (requests are counted on their today):
-        # they are read once per catalogue generation; yesterday and today every time.
-        recent = last - timedelta(days=1)
-        if first >= recent:
-            return await self._counter.usage(application_id, first, last)
-        generation = self._catalogue.known_generation
-        history = self._history.get(generation, (application_id, first))
-        if history is None or history[0] != recent:
-            counts = await self._counter.usage(application_id, first, recent - timedelta(days=1))
-            history = (recent, counts)
-            self._history.put(generation, (application_id, first), history)
-        return history[1] | await self._counter.usage(application_id, recent, last)
-
-    async def record_download(self, package: str, day: date, count: int = 1) -> None:
-        await self._counter.record_download(package, day, count)
-
-    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
-        return await self._counter.downloads(package, first, last)
-
-    async def downloads_total(self, package: str) -> int:
-        return await self._counter.downloads_total(package)
-
-    async def close(self) -> None:
-        await self._counter.close()

@@ -137,7 +137,11 @@ class Executor(Protocol):
 
 class UsageCounter(Protocol):
     """Durable per-day request counts (also by operation), the last-used time of each key, and
-    the served repository's whole downloads per package and day."""
+    the served repository's whole downloads per package and day.
+
+    What it counted is read back by :class:`pkgcat.storage.reads.Catalogue` (``usage``,
+    ``usage_operations``, ``downloads``), save a package's downloads in all, which a
+    counter may keep (:meth:`downloads_total`)."""
 
     async def record(
         self,
@@ -178,22 +182,6 @@ class UsageCounter(Protocol):
         """
         ...
 
-    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
-        """Counted requests per day between ``first`` and ``last`` inclusive (days with none absent).
-
-        Includes every count that any process has returned from :meth:`record`.
-        """
-        ...
-
-    async def operations(
-        self, application_id: int, first: date, last: date
-    ) -> dict[date, dict[str, int]]:
-        """Counted requests per day and operation between ``first`` and ``last`` inclusive.
-
-        Days and operations with none are absent.
-        """
-        ...
-
     async def record_download(self, package: str, day: date, count: int = 1) -> None:
         """Count one whole download of ``package``'s file on ``day`` (UTC); ``count=-1`` takes
         back one counted before its file went out, when the file could not be sent.
@@ -201,11 +189,6 @@ class UsageCounter(Protocol):
         Committed with the requests' counts of the same batch (the same group
         commit); durable when the call returns, and raises when the commit failed.
         """
-        ...
-
-    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
-        """Counted downloads of ``package`` per day between ``first`` and ``last`` inclusive
-        (days with none absent), including every count any process has committed."""
         ...
 
     async def downloads_total(self, package: str) -> int:

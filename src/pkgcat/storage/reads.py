@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 
@@ -350,6 +351,28 @@ class Catalogue:
         statement = sales_totals(source_id, first, end, package_row_id, status)
         return totals(await self._run.rows(*statement))
 
+    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
+        """Counted requests per day between ``first`` and ``last`` inclusive (days with none
+        absent): every count any process's counter has returned from ``record``."""
+        found = await self._run.rows(rows.USAGE, (application_id, *_days(first, last)))
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
+    async def usage_operations(
+        self, application_id: int, first: date, last: date
+    ) -> dict[date, dict[str, int]]:
+        """Counted requests per day and operation between ``first`` and ``last`` inclusive.
+
+        Days and operations with none are absent.
+        """
+        statement = (rows.USAGE_OPERATIONS, (application_id, *_days(first, last)))
+        return rows.operations_by_day(await self._run.rows(*statement))
+
+    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
+        """Counted downloads of ``package`` per day between ``first`` and ``last`` inclusive
+        (days with none absent), including every count any process has committed."""
+        found = await self._run.rows(rows.DOWNLOADS, (package, *_days(first, last)))
+        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
+
     async def secret(self, name: str) -> str | None:
         """A per-database secret (migration 0005's ``api_secrets``), or ``None`` if absent."""
         row = await self._run.row(SECRET, (name,))
@@ -357,6 +380,10 @@ class Catalogue:
 
     async def close(self) -> None:
         await self._run.close()
+
+
+def _days(first: date, last: date) -> tuple[str, str]:
+    return first.isoformat(), last.isoformat()
 
 
 async def _buyers_count(run: Executor, package_row_id: int, source_id: int) -> int:
