@@ -147,25 +147,36 @@ def _limiter(settings: Settings) -> RateLimiter:
     return WindowLimiter(settings.rate_limit)
 
 
-def open_failure_limiter(settings: Settings) -> FailureLimiter:
-    """Where failed authentications are counted: Redis when the rate limit is shared, else here.
+def _allowance(settings: Settings, limit: str, kind: str, limits: str) -> FailureLimiter:
+    """An allowance per client counted in Redis when the rate limit is shared, else here.
 
-    Redis counts one allowance for every worker and host, under a key prefix of its own.
+    Redis counts one allowance for every worker and host, under a key prefix of its own
+    (``kind``); ``limits`` names them in the log when Redis cannot be reached.
     """
     redis_url = settings.shared_limit_url
     if redis_url is not None:
         from pkgcat.storage.redis.limiter import RedisLimiter
 
         return RedisLimiter(
-            redis_url,
-            settings.auth_failure_limit,
-            settings.rate_limit_namespace,
-            kind="auth-failures",
-            limits="limits on failed authentications",
+            redis_url, limit, settings.rate_limit_namespace, kind=kind, limits=limits
         )
     from pkgcat.storage.limiter import WindowLimiter
 
-    return WindowLimiter(settings.auth_failure_limit)
+    return WindowLimiter(limit)
+
+
+def open_failure_limiter(settings: Settings) -> FailureLimiter:
+    """Where failed authentications are counted (per client address)."""
+    return _allowance(
+        settings, settings.auth_failure_limit, "auth-failures", "limits on failed authentications"
+    )
+
+
+def open_code_limiter(settings: Settings) -> FailureLimiter:
+    """Where the store's sign-in codes sent are counted (per address and per email)."""
+    return _allowance(
+        settings, settings.store_code_limit, "store-codes", "limits on store sign-in codes"
+    )
 
 
 def open_storage(settings: Settings) -> Storage:

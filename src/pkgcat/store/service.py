@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from sqlalchemy import Connection, Engine
@@ -33,12 +33,9 @@ from pkgcat.repository.debs import pool_path
 from pkgcat.repository.keys import NoPassphrase
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage import store as db
-from pkgcat.storage.limiter import WindowLimiter
+from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import Mailer
 from pkgcat.store.payments import Payment, platform_for
-
-if TYPE_CHECKING:
-    from pkgcat.storage.redis.limiter import RedisLimiter
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -107,19 +104,7 @@ class Store:
         self._code_seconds = settings.store_code_seconds
         self._clock = clock
         self._downloads_base = _downloads_base(settings)
-        self._limiter: WindowLimiter | RedisLimiter
-        if settings.shared_limit_url is None:
-            self._limiter = WindowLimiter(settings.store_code_limit)
-        else:
-            from pkgcat.storage.redis.limiter import RedisLimiter
-
-            self._limiter = RedisLimiter(
-                settings.shared_limit_url,
-                settings.store_code_limit,
-                settings.rate_limit_namespace,
-                kind="store-codes",
-                limits="limits on store sign-in codes",
-            )
+        self._limiter = open_code_limiter(settings)
 
     @property
     def test_mode(self) -> bool:
