@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import postgres
+from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.migrate import upgrade
 from pkgcat.storage.webhooks import WebhookStore
-from pkgcat.storage.writes.operator import import_purchases
 from pkgcat.webhooks.delivery import Deliverer, DeliverySettings
 from pkgcat.webhooks.endpoints import Endpoints, allowance
 from pkgcat.webhooks.signing import Opener

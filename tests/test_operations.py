@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from datetime import date
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from pkgcat.cli import command_tree
 from pkgcat.client import AsyncClient, Client
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.openapi import openapi_document, served
-from pkgcat.http.operations import BY_NAME, LIMIT, OPERATIONS, Operation, Parameter
+from pkgcat.http.operations import BY_NAME, DAYS, LIMIT, OPERATIONS, PACKAGE, Operation, Parameter
 from tests.test_docs import DOCS, read, sections, table_rows
 
 SERVED = served()
@@ -107,19 +108,34 @@ def test_a_page_size_is_clamped_and_flags_days_and_choices_are_checked() -> None
     assert LIMIT.page_size({"limit": "1000"}) == 100
     sales = BY_NAME["source/sales"]
     assert sales.parameter("status").choice({"status": "Refunded"}) == "refunded"
-    assert sales.parameter("start").day({"start": "2026-02-28"}) is not None
-    for parameter, value in (
-        (LIMIT, "0"),
-        (sales.parameter("status"), "paid"),
-        (sales.parameter("start"), "2026-2-28"),
-        (BY_NAME["source/packages"].parameter("paid"), "yes"),
+    assert sales.parameter("start").day({"start": "2026-02-28"}) == date(2026, 2, 28)
+    assert BY_NAME["application/usage"].parameter("by").choice({"by": "operation"}) == "operation"
+    for parameter, value, problem in (
+        (LIMIT, "0", "must be at least 1, got 0"),
+        (DAYS, "366", "must be between 1 and 365, got 366"),
+        (
+            sales.parameter("status"),
+            "paid",
+            "must be completed, refunded or chargeback, got 'paid'",
+        ),
+        (
+            BY_NAME["application/usage"].parameter("by"),
+            "Operation",
+            "must be operation, got 'Operation'",
+        ),
+        (sales.parameter("start"), "2026-2-28", "must be a date as YYYY-MM-DD, got '2026-2-28'"),
+        (sales.parameter("start"), "2026-02-30", "must be a date as YYYY-MM-DD, got '2026-02-30'"),
+        (BY_NAME["source/packages"].parameter("paid"), "2", "must be 0 or 1, got '2'"),
+        (PACKAGE, " \t", "missing; give a package identifier"),
     ):
         read = {
-            "integer": parameter.page_size,
+            "integer": parameter.bounded,
             "choice": parameter.choice,
             "day": parameter.day,
             "flag": parameter.flag,
+            "string": parameter.identifier,
         }[parameter.kind]
         with pytest.raises(InvalidArgument) as refused:
             read({parameter.name: value})
         assert refused.value.parameter == parameter.name
+        assert str(refused.value) == f"{parameter.name}: {problem}"

@@ -26,6 +26,7 @@ from pkgcat.storage.backends import (
     open_blobs,
     open_failure_limiter,
     open_storage,
+    open_write_engine,
 )
 from pkgcat.webhooks.managed import Managed
 
@@ -56,15 +57,18 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     )
     throttle = AuthThrottle(open_failure_limiter(settings), proxies=settings.proxy_networks)
 
-    served = ServedRepository(settings, open_blobs(settings), storage.catalogue.latest_generation)
-    uploads = Uploads(settings, served.blobs)
+    engine = open_write_engine(settings)
+    served = ServedRepository(
+        settings, open_blobs(settings), storage.catalogue.latest_generation, engine
+    )
+    uploads = Uploads(settings, served.blobs, engine)
 
     async def count_download(entry: PoolEntry, count: int) -> None:
         # Counted on the UTC day: a device tells no time zone.
         day = clock().astimezone(UTC).date()
         await storage.usage.record_download(entry.package, day, count)
 
-    webhooks = Managed(settings, uploads.engine)
+    webhooks = Managed(settings, engine)
     access_log = access_log_for(settings)
     background = []
     # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
@@ -76,7 +80,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     if settings.store_url is not None:  # imported only when on
         from pkgcat.store.service import Store
 
-        store = Store(settings, served)
+        store = Store(settings, served, engine)
 
     async def close() -> None:
         if access_log is not None:
@@ -85,7 +89,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         if store is not None:
             await store.close()
         webhooks.close()
-        uploads.close()
+        engine.dispose()
         await storage.close()
         await throttle.close()
 

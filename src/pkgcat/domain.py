@@ -171,7 +171,7 @@ class Caller(NamedTuple):
     today: date
     """The calendar day of ``now`` in ``timezone``: the day the request is counted on."""
     generation: int
-    """The catalogue generation this caller was authenticated in (see ``CatalogueReader.generation``)."""
+    """The catalogue generation this caller was authenticated in (see ``Catalogue.generation``)."""
     requests_today: int = 0
     """The application's count on ``today`` once this request's count was committed (this one included)."""
 

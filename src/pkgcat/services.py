@@ -7,8 +7,7 @@ rate limit and the durable count), then through one operation. Each method raise
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -40,16 +39,14 @@ from pkgcat.errors import (
     ScopeMissing,
     Unauthenticated,
 )
-from pkgcat.storage.interfaces import CatalogueReader, RateLimiter, UsageCounter
+from pkgcat.storage.interfaces import RateLimiter, UsageCounter
+from pkgcat.storage.reads import Catalogue
 
 Clock = Callable[[], datetime]
 
 DAYS_DEFAULT, DAYS_MAX = 30, 365
 RANGE_MAX = 365
 """The most days a ``start``/``end`` range may hold, both ends included."""
-USAGE_BY = ("operation",)
-"""What ``by`` may split usage entries by."""
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 SETTLE_AFTER = 300.0
 """Seconds after midnight by which every count of the day before has been committed.
 
@@ -66,7 +63,7 @@ _REVOKED = "secret_key: unknown or revoked secret key"
 SALES_DAYS_DEFAULT = 30
 """Days a sales ledger covers when ``start`` is not given (``end`` included)."""
 STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Chargeback"}
-"""Purchase statuses as a request spells them (any case) and as they are stored."""
+"""Purchase statuses as the table's ``status`` choices name them, and as they are stored."""
 CURSOR_KEY = "cursor_key"
 """The name of the per-database secret that signs cursors (migration 0005)."""
 FIRST_DAY = date(1970, 1, 1)
@@ -85,45 +82,18 @@ def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
-def package_identifier(raw: str) -> str:
-    """``raw`` without the white space around it; code 2 when nothing is left."""
-    package_id = raw.strip(BLANK)
-    if not package_id:
-        raise InvalidArgument("package", "missing; give a package identifier")
-    return package_id
-
-
-def buyers_window(limit: int, page: int) -> tuple[int, int]:
-    """A buyers page's size and number as applied: a size above the maximum is clamped."""
-    if limit < 1:
-        raise InvalidArgument("limit", f"must be at least 1, got {limit}")
-    if page < 1:
-        raise InvalidArgument("page", f"must be at least 1, got {page}")
-    return min(limit, LIMIT_MAX), page
-
-
-def day_parameter(name: str, raw: str) -> date:
-    """A ``YYYY-MM-DD`` parameter; code 2 naming it otherwise."""
-    try:
-        if _ISO_DAY.fullmatch(raw):
-            return date.fromisoformat(raw)
-    except ValueError:
-        pass
-    raise InvalidArgument(name, f"must be a date as YYYY-MM-DD, got {raw!r}")
-
-
 def day_range(
-    today: date, start: str | None, end: str | None, *, default_days: int, max_days: int
+    today: date, start: date | None, end: date | None, *, default_days: int, max_days: int
 ) -> tuple[date, date]:
-    """The days from ``start`` to ``end`` inclusive, as given (``YYYY-MM-DD`` in the caller's zone).
+    """The days from ``start`` to ``end`` inclusive (days in the caller's zone).
 
     ``end`` defaults to ``today``, ``start`` to ``default_days`` days before
     ``end`` (or :data:`FIRST_DAY`, if that is later). Code 2 naming the parameter
     when either is before :data:`FIRST_DAY`, ``end`` is after ``today``, ``start``
     after ``end``, or the range holds more than ``max_days`` days.
     """
-    last = today if end is None else day_parameter("end", end)
-    first = None if start is None else day_parameter("start", start)
+    last = today if end is None else end
+    first = start
     if first is not None and first < FIRST_DAY:
         raise InvalidArgument("start", f"must not be before {FIRST_DAY.isoformat()}")
     if last < FIRST_DAY:
@@ -166,7 +136,7 @@ class CatalogueService:
 
     def __init__(
         self,
-        catalogue: CatalogueReader,
+        catalogue: Catalogue,
         counter: UsageCounter,
         limiter: RateLimiter,
         *,
@@ -180,6 +150,9 @@ class CatalogueService:
         self._default_shape = default_shape
         self._default_timezone = default_timezone
         self._clock = clock
+        self.counted_downloads: Callable[[str], Awaitable[int]] = counter.downloads_total
+        """The whole downloads the served repository counted of a package, every day (the
+        counter's own method: details awaits it on every request, and a call less counts)."""
         self._cursors: Cursors | None = None
 
     async def admit(
@@ -276,11 +249,9 @@ class CatalogueService:
 
     def usage_calendar(self, caller: Caller, days: int = DAYS_DEFAULT) -> tuple[date, ...]:
         """The days a usage report of ``days`` covers: today and the ``days`` before it, oldest first."""
-        if not 1 <= days <= DAYS_MAX:
-            raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         return _days_until(caller.today, days)
 
-    def usage_range(self, caller: Caller, start: str | None, end: str | None) -> tuple[date, ...]:
+    def usage_range(self, caller: Caller, start: date | None, end: date | None) -> tuple[date, ...]:
         """The days a usage report from ``start`` to ``end`` covers, oldest first.
 
         Either may be left out: ``end`` is then today, ``start`` the day that
@@ -311,7 +282,7 @@ class CatalogueService:
         """Requests on each of ``calendar``'s consecutive days (oldest first), 0 for none."""
         if not calendar:
             return []
-        counts = await self._counter.usage(caller.application.id, calendar[0], calendar[-1])
+        counts = await self._catalogue.usage(caller.application.id, calendar[0], calendar[-1])
         return [UsageDay(day, counts.get(day, 0)) for day in calendar]
 
     async def usage_operations_on(
@@ -320,11 +291,12 @@ class CatalogueService:
         """Requests on each of ``calendar``'s days by operation (days and operations with none absent)."""
         if not calendar:
             return {}
-        return await self._counter.operations(caller.application.id, calendar[0], calendar[-1])
+        return await self._catalogue.usage_operations(
+            caller.application.id, calendar[0], calendar[-1]
+        )
 
     async def package_details(self, caller: Caller, package_id: str) -> Package:
         """Any online package; an offline one only for applications of its own source."""
-        package_id = package_identifier(package_id)
         package = await self._catalogue.package(package_id)
         if package is None or (
             not package.online and package.source.id != caller.application.source_id
@@ -355,20 +327,14 @@ class CatalogueService:
     ) -> BuyersPage:
         """One page of a paid package's buyers, for its own source only.
 
-        ``limit`` above the maximum is clamped (the page says what was applied);
-        a page past the end is empty and still carries the true total.
+        A page past the end is empty and still carries the true total.
         """
-        limit, page = buyers_window(limit, page)
         package = await self._paid_own_package(caller, package_id)
         start = (page - 1) * limit
         found = await self._catalogue.buyers(package.id, package.source.id, limit, start)
         return BuyersPage(
             start=start, limit=limit, total=found.total, page=page, buyers=tuple(found.purchases)
         )
-
-    async def counted_downloads(self, package_id: str) -> int:
-        """The whole downloads the served repository counted of a package, every day."""
-        return await self._counter.downloads_total(package_identifier(package_id))
 
     @staticmethod
     def with_downloads(package: Package, counted: int) -> Package:
@@ -382,27 +348,22 @@ class CatalogueService:
     ) -> DownloadsReport:
         """One of the caller's packages' whole downloads on each of ``calendar``'s days."""
         package = await self._own_package(caller, package_id, "its downloads")
-        counts = await self._counter.downloads(package.package, calendar[0], calendar[-1])
+        counts = await self._catalogue.downloads(package.package, calendar[0], calendar[-1])
         return DownloadsReport(
             package.package, tuple(UsageDay(day, counts.get(day, 0)) for day in calendar)
         )
 
     def downloads_calendar(
-        self, caller: Caller, days: int | None, start: str | None, end: str | None
+        self, caller: Caller, days: int | None, start: date | None, end: date | None
     ) -> tuple[date, ...]:
         """The UTC days a downloads report covers: the last ``days`` and today, or ``start``
         to ``end`` (the usage report's rules, on UTC days: a download has no time zone)."""
         today = caller.now.astimezone(UTC).date()
-        if start is not None or end is not None:
-            if days is not None:
-                raise InvalidArgument("days", "give days, or start and end, not both")
+        if days is None:
             first, last = day_range(
                 today, start, end, default_days=DAYS_DEFAULT, max_days=RANGE_MAX
             )
             return _days_until(last, (last - first).days)
-        days = DAYS_DEFAULT if days is None else days
-        if not 1 <= days <= DAYS_MAX:
-            raise InvalidArgument("days", f"must be between 1 and {DAYS_MAX}, got {days}")
         return _days_until(today, days)
 
     async def _own_package(self, caller: Caller, package_id: str, what: str) -> Package:
@@ -437,8 +398,6 @@ class CatalogueService:
 
         Keyset positions: buyers that arrive during a walk never shift it.
         """
-        limit, _ = buyers_window(limit, 1)
-        package_id = package_identifier(package_id)
         cursors = await self.cursors()
         filters = (("package", package_id),)
         source_id = caller.application.source_id
@@ -468,7 +427,6 @@ class CatalogueService:
         cursor: str | None = None,
     ) -> PackagesPage:
         """The caller's own source's packages (online or not) by identifier, one page."""
-        limit, _ = buyers_window(limit, 1)
         cursors = await self.cursors()
         filters = (("paid", _flag(paid)), ("online", _flag(online)))
         source_id = caller.application.source_id
@@ -491,50 +449,33 @@ class CatalogueService:
         self,
         caller: Caller,
         package_id: str,
-        *,
-        nickname: str | None = None,
-        account: str | None = None,
-        udid: str | None = None,
+        by: str,
+        value: str,
         model: str | None = None,
     ) -> Check:
-        """Whether a buyer, known by one of nickname, account or device, owns a package.
+        """Whether a buyer, known ``by`` nickname, account or udid (a device, of ``model`` if
+        given), owns a package.
 
         Owned: a completed purchase of the package or of its whole source;
         refunds and chargebacks never count; the earliest such purchase answers.
         """
-        given = {
-            name: value
-            for name, value in (("nickname", nickname), ("account", account), ("udid", udid))
-            if value is not None
-        }
-        if len(given) != 1:
-            names = list(given)
-            # None given: the first is missing; several: the second is one too many.
-            raise InvalidArgument(
-                names[1] if names else "nickname",
-                "give exactly one of nickname, account and udid"
-                + (f" (got {' and '.join(names)})" if names else ""),
-            )
-        ((by, value),) = given.items()
-        if not value.strip(BLANK):
-            raise InvalidArgument(by, "empty; give a value")
-        if model is not None and by != "udid":
-            raise InvalidArgument("model", "only together with udid")
-        if model is not None and not model.strip(BLANK):
-            raise InvalidArgument("model", "empty; give a device model or leave it out")
-        package_id = package_identifier(package_id)
         package = await self._own_package(caller, package_id, "who owns it")
         owned = await self._catalogue.ownership(
             caller.application.source_id, package.id, by, value, model
         )
         return Check(package.package, owned)
 
+    def sales_days(self, caller: Caller, start: date | None, end: date | None) -> tuple[date, date]:
+        """The days a sales ledger covers: ``start`` to ``end``, by default the last 30 days."""
+        return day_range(
+            caller.today, start, end, default_days=SALES_DAYS_DEFAULT - 1, max_days=RANGE_MAX
+        )
+
     async def sales(
         self,
         caller: Caller,
+        days: tuple[date, date],
         *,
-        start: str | None = None,
-        end: str | None = None,
         package_id: str | None = None,
         status: str | None = None,
         limit: int = LIMIT_DEFAULT,
@@ -542,23 +483,13 @@ class CatalogueService:
     ) -> SalesPage:
         """One page of the sales ledger, newest first, with totals over the whole ledger.
 
-        Days are the caller's zone's: from midnight of ``start`` to midnight after
-        ``end`` (zoneinfo gives the instants, so a day of a DST change is 23 or 25 hours).
+        ``days`` (:meth:`sales_days`) are the caller's zone's: from midnight of the first to
+        midnight after the last (zoneinfo gives the instants, so a day of a DST change is 23
+        or 25 hours). ``status`` is one of :data:`STATUSES`' names.
         """
-        limit, _ = buyers_window(limit, 1)
-        first_day, last_day = day_range(
-            caller.today, start, end, default_days=SALES_DAYS_DEFAULT - 1, max_days=RANGE_MAX
-        )
-        stored_status = None
-        if status is not None:
-            stored_status = STATUSES.get(status.lower())
-            if stored_status is None:
-                raise InvalidArgument(
-                    "status", f"must be completed, refunded or chargeback, got {status!r}"
-                )
+        first_day, last_day = days
+        stored_status = None if status is None else STATUSES[status]
         package_row_id = None
-        if package_id is not None:
-            package_id = package_identifier(package_id)
         cursors = await self.cursors()
         source_id = caller.application.source_id
         filters = (

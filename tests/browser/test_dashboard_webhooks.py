@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import expect
 
 from pkgcat.client.webhooks import verify
+from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.storage.engine import engine_for
-from pkgcat.storage.writes.operator import import_purchases
 from tests.browser.conftest import Watched
 from tests.browser.test_dashboard import column, sign_in
 from tests.ingest.test_operator_data import PURCHASE, write_csv

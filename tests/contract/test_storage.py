@@ -71,7 +71,7 @@ def test_counts_of_concurrent_requests_all_land_before_they_return(
         await asyncio.gather(*(storage.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(40)))
         # Every caller has returned: every count is in the database for anyone to read.
         assert stored_count(database_url, 1) == 40
-        assert await storage.usage.usage(1, DAY, DAY) == {DAY: 40}
+        assert await storage.catalogue.usage(1, DAY, DAY) == {DAY: 40}
 
     run(database_url, work)
 
@@ -87,7 +87,7 @@ def test_usage_read_by_one_worker_includes_every_workers_counts(
                 *(second.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(5)),
             )
             await first.catalogue.generation()
-            assert await first.usage.usage(1, DAY - timedelta(days=3), DAY) == {DAY: 12}
+            assert await first.catalogue.usage(1, DAY - timedelta(days=3), DAY) == {DAY: 12}
         finally:
             await second.close()
 
@@ -234,7 +234,7 @@ def test_a_count_taken_back_leaves_with_the_next_commit(
         counted.append(await storage.usage.record(1, DAY, 1, WHEN, OPERATION))
         storage.usage.retract(1, DAY, OPERATION)  # alone: committed by itself
         deadline = time.monotonic() + 5
-        while (await storage.usage.usage(1, DAY, DAY)).get(DAY) != 2:
+        while (await storage.catalogue.usage(1, DAY, DAY)).get(DAY) != 2:
             assert time.monotonic() < deadline, "the count taken back did not leave within 5 s"
             await asyncio.sleep(0.005)  # waiting for a commit, not timing anything
         return [c.requests for c in counted]
@@ -272,7 +272,7 @@ def test_a_caller_cancelled_once_its_commit_has_left_is_taken_back(
         with contextlib.suppress(asyncio.CancelledError):
             await leaving
         deadline = time.monotonic() + 5
-        while (await storage.usage.usage(1, DAY, DAY)).get(DAY) != 1:
+        while (await storage.catalogue.usage(1, DAY, DAY)).get(DAY) != 1:
             assert time.monotonic() < deadline, "the count was not taken back within 5 s"
             await storage.usage.record(1, DAY, 1, WHEN, OPERATION)  # a commit to carry it
             storage.usage.retract(1, DAY, OPERATION)
@@ -440,8 +440,8 @@ def test_counts_by_operation_land_with_the_days_counts_and_sum_to_them(
                 )
             )
             return (
-                await first.usage.usage(1, yesterday, DAY),
-                await second.usage.operations(1, yesterday, DAY),
+                await first.catalogue.usage(1, yesterday, DAY),
+                await second.catalogue.usage_operations(1, yesterday, DAY),
             )
         finally:
             await second.close()
@@ -452,10 +452,12 @@ def test_counts_by_operation_land_with_the_days_counts_and_sum_to_them(
         yesterday: {"application/usage": 3},
     }
     assert {day: sum(split.values()) for day, split in operations.items()} == days
-    assert run(database_url, lambda storage: storage.usage.operations(2, DAY, DAY)) == {
+    assert run(database_url, lambda storage: storage.catalogue.usage_operations(2, DAY, DAY)) == {
         DAY: {"package/details": 5}
     }
-    assert run(database_url, lambda storage: storage.usage.operations(999, DAY, DAY)) == {}
+    assert (
+        run(database_url, lambda storage: storage.catalogue.usage_operations(999, DAY, DAY)) == {}
+    )
 
 
 def test_a_batch_writes_one_row_per_application_day_and_operation(
@@ -488,7 +490,7 @@ def test_deleting_an_application_takes_its_counts_by_operation(
 ) -> None:
     run(database_url, lambda storage: storage.usage.record(3, DAY, 3, WHEN, OPERATION))
     admin.delete_application("Beta", "beta-a", cascade=True)
-    assert run(database_url, lambda storage: storage.usage.operations(3, DAY, DAY)) == {}
+    assert run(database_url, lambda storage: storage.catalogue.usage_operations(3, DAY, DAY)) == {}
     assert stored_count(database_url, 3) == 0
 
 
@@ -509,7 +511,10 @@ def test_downloads_land_with_the_batch_and_every_worker_reads_them_at_once(
                 second.usage.record_download(package, yesterday),
             )
             # Every caller has returned: committed, for any worker to read.
-            assert await first.usage.downloads(package, yesterday, DAY) == {yesterday: 1, DAY: 5}
+            assert await first.catalogue.downloads(package, yesterday, DAY) == {
+                yesterday: 1,
+                DAY: 5,
+            }
             assert stored_count(database_url, 1) == 1  # the request's count, in the same batch
             deadline = time.monotonic() + 5
             while await first.usage.downloads_total(package) != 6:  # told by a notification
@@ -518,7 +523,7 @@ def test_downloads_land_with_the_batch_and_every_worker_reads_them_at_once(
             await first.usage.record_download(package, DAY)
             await first.usage.record_download(package, DAY, -1)  # a file that did not go
             assert await first.usage.downloads_total(package) == 6  # its own, at once
-            assert await second.usage.downloads(package, DAY, DAY) == {DAY: 5}
+            assert await second.catalogue.downloads(package, DAY, DAY) == {DAY: 5}
         finally:
             await second.close()
 

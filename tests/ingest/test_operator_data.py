@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from pkgcat.ingest import OperatorDataError
+from pkgcat.ingest.operator_data import import_prices, import_purchases, import_stats
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
-from pkgcat.storage.writes.operator import import_prices, import_purchases, import_stats
 from tests import factories as f
 
 

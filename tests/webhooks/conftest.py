@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
+from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.net.addresses import Allowance
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.webhooks import WebhookStore
-from pkgcat.storage.writes.operator import import_purchases
 from pkgcat.webhooks.delivery import Deliverer, DeliverySettings
 from pkgcat.webhooks.endpoints import Endpoints, allowance
 from pkgcat.webhooks.signing import Opener

@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import event
 
 from pkgcat.ingest import ImportOptions, import_repository
+from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.storage import store
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.webhooks import WebhookStore
-from pkgcat.storage.writes.operator import import_purchases
 from pkgcat.storage.writes.outbox import SALE_FACTS
 from pkgcat.webhooks.endpoints import Endpoints
 from tests.debs import build_deb

@@ -26,12 +26,12 @@ from pkgcat.ingest import (
 )
 from pkgcat.ingest.fetch import fetcher
 from pkgcat.ingest.limits import ImportLimits
+from pkgcat.ingest.operator_data import Written, import_prices, import_purchases, import_stats
 from pkgcat.ingest.repository import open_repository
 from pkgcat.ingest.workers import default_jobs
 from pkgcat.net.fetcher import Policy
 from pkgcat.repository.mirror import MirrorSummary, mirror
 from pkgcat.storage.backends import open_blobs
-from pkgcat.storage.writes.operator import Written, import_prices, import_purchases, import_stats
 
 
 @contextmanager

@@ -44,6 +44,7 @@ Kind = Literal["integer", "string", "flag", "day", "choice", "cursor", "list"]
 Method = Literal["GET", "POST"]
 
 _MAX_DIGITS = 12
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 INTEGER_MAX = 10**_MAX_DIGITS - 1
 """The largest integer a parameter may hold (twelve digits): the OpenAPI document's ``maximum``."""
 
@@ -65,6 +66,8 @@ class Parameter:
     choices: tuple[str, ...] = ()
     example: str | None = None
     feature: str | None = None
+    any_case: bool = False
+    """A choice given in any case (``Refunded`` is ``refunded``)."""
 
     @property
     def served(self) -> bool:
@@ -73,7 +76,7 @@ class Parameter:
     def integer(self, query: Query) -> int:
         """The integer given (ASCII white space and a sign allowed), or the default.
 
-        Bounds are the caller's to apply: each operation words its own refusal."""
+        Unbounded: :meth:`bounded` and :meth:`page_size` apply ``minimum`` and ``maximum``."""
         raw = query.get(self.name)
         if raw is None:
             assert isinstance(self.default, int), self.name
@@ -90,18 +93,33 @@ class Parameter:
         value = int(significant or "0")
         return -value if text[:1] == "-" else value
 
-    def bounded(self, query: Query) -> int:
-        """:meth:`integer`, refused outside ``minimum`` to ``maximum``."""
-        value = self.integer(query)
-        if self.minimum is not None and value < self.minimum:
-            raise InvalidArgument(self.name, f"must be at least {self.minimum}, got {value}")
-        if self.maximum is not None and value > self.maximum:
-            raise InvalidArgument(self.name, f"must be at most {self.maximum}, got {value}")
+    def within(self, value: int) -> int:
+        """``value``, refused outside ``minimum`` to ``maximum``.
+
+        A range with both ends (a maximum below :data:`INTEGER_MAX`) is worded as one."""
+        low, high = self.minimum, self.maximum
+        if high is not None and high >= INTEGER_MAX:
+            high = None  # twelve digits: what :meth:`integer` refuses already
+        if low is not None and high is not None:
+            if not low <= value <= high:
+                raise InvalidArgument(self.name, f"must be between {low} and {high}, got {value}")
+        elif low is not None and value < low:
+            raise InvalidArgument(self.name, f"must be at least {low}, got {value}")
+        elif high is not None and value > high:
+            raise InvalidArgument(self.name, f"must be at most {high}, got {value}")
         return value
 
+    def bounded(self, query: Query) -> int:
+        """:meth:`integer`, then :meth:`within` its bounds."""
+        return self.within(self.integer(query))
+
     def page_size(self, query: Query) -> int:
-        """A page size: :meth:`bounded`, then clamped to :data:`LIMIT_MAX`."""
-        return min(self.bounded(query), LIMIT_MAX)
+        """A page size: :meth:`integer`, then :meth:`size`."""
+        return self.size(self.integer(query))
+
+    def size(self, value: int) -> int:
+        """A page size as applied: :meth:`within` its bounds, then clamped to :data:`LIMIT_MAX`."""
+        return min(self.within(value), LIMIT_MAX)
 
     def flag(self, query: Query) -> bool | None:
         """``0`` or ``1`` (an integer, spelled as any other) as a boolean; ``None`` when absent."""
@@ -118,21 +136,37 @@ class Parameter:
         if raw is None:
             return None
         try:
-            if len(raw) != 10:
-                raise ValueError(raw)
-            return date.fromisoformat(raw)
+            if _ISO_DAY.fullmatch(raw):
+                return date.fromisoformat(raw)
         except ValueError:
-            raise InvalidArgument(self.name, f"must be a day YYYY-MM-DD, got {raw!r}") from None
+            pass
+        raise InvalidArgument(self.name, f"must be a date as YYYY-MM-DD, got {raw!r}")
 
     def choice(self, query: Query) -> str | None:
-        """One of ``choices`` (case-insensitive), as listed; ``None`` when absent."""
+        """One of ``choices``, as listed (in any case when ``any_case``); ``None`` when absent."""
         raw = query.get(self.name)
         if raw is None:
             return None
-        for choice in self.choices:
-            if raw.lower() == choice:
-                return choice
-        raise InvalidArgument(self.name, f"must be one of {', '.join(self.choices)}, got {raw!r}")
+        given = raw.lower() if self.any_case else raw
+        if given in self.choices:
+            return given
+        raise InvalidArgument(self.name, f"must be {self.alternatives}, got {raw!r}")
+
+    @property
+    def alternatives(self) -> str:
+        """The choices in words: "a", "a or b", "a, b or c"; a longer list as "one of a, b, c, d"."""
+        *first, last = self.choices
+        if len(first) > 2:
+            return f"one of {', '.join(self.choices)}"
+        return f"{', '.join(first)} or {last}" if first else last
+
+    def identifier(self, query: Query) -> str:
+        """An identifier without the ASCII white space around it; code 2 when nothing is left
+        (or nothing is given)."""
+        text = query.get(self.name, "").strip(BLANK)
+        if not text:
+            raise InvalidArgument(self.name, f"missing; give a {self.name} identifier")
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +319,38 @@ def _pending(parameter: Parameter, feature: str) -> Parameter:
     return replace(parameter, feature=feature)
 
 
+BUYER_KEYS = ("nickname", "account", "udid")
+"""What a buyer of an ownership check is known by: exactly one of them is given."""
+
+
+def buyer(query: Query) -> tuple[str, str, str | None]:
+    """``package/check``'s buyer: which of :data:`BUYER_KEYS` is given, its value, and the
+    device model (only with ``udid``). Code 2 unless exactly one is given, not empty."""
+    given = [name for name in BUYER_KEYS if name in query]
+    if len(given) != 1:
+        # None given: the first is missing; several: the second is one too many.
+        raise InvalidArgument(
+            given[1] if given else BUYER_KEYS[0],
+            "give exactly one of nickname, account and udid"
+            + (f" (got {' and '.join(given)})" if given else ""),
+        )
+    by = given[0]
+    value = query[by]
+    if not value.strip(BLANK):
+        raise InvalidArgument(by, "empty; give a value")
+    model = query.get("model")
+    if model is not None and by != "udid":
+        raise InvalidArgument("model", "only together with udid")
+    if model is not None and not model.strip(BLANK):
+        raise InvalidArgument("model", "empty; give a device model or leave it out")
+    return by, value, model
+
+
+def days_and_range() -> InvalidArgument:
+    """The refusal of ``days`` given with ``start`` or ``end``."""
+    return InvalidArgument("days", "give days, or start and end, not both")
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 _OWN_PACKAGE_ERRORS = (*BASE_ERRORS, PackageNotFound, PermissionDenied)
@@ -401,6 +467,7 @@ OPERATIONS: tuple[Operation, ...] = (
                 "choice",
                 "Only purchases of this status (case-insensitive).",
                 choices=("completed", "refunded", "chargeback"),
+                any_case=True,
             ),
             LIMIT,
             CURSOR,
@@ -584,6 +651,7 @@ WEBHOOKS: tuple[Operation, ...] = (
                 "The event type of the sample.",
                 required=True,
                 choices=EVENT_TYPES,
+                any_case=True,
             ),
         ),
         m.WebhookAttempt,

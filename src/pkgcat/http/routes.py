@@ -1,4 +1,5 @@
-"""The handlers of the served operations: parse the query, call the service, render the shape.
+"""The handlers of the served operations: read the query through the table, call the service,
+render the shape (kept by the response cache).
 
 Which operations exist, and their parameters, is the table of :mod:`pkgcat.http.operations`;
 the seller operations of API 1.1 have their handlers in :mod:`pkgcat.http.seller`."""
@@ -15,17 +16,27 @@ import orjson
 
 from pkgcat import shapes
 from pkgcat.domain import Caller
-from pkgcat.errors import InvalidArgument
 from pkgcat.http import seller, uploads, webhooks
 from pkgcat.http.errors import envelope, envelope_of_items
-from pkgcat.http.operations import BY_PATH, DAYS, INTEGER_MAX, LIMIT, PAGE, VERSION, routes
-from pkgcat.http.params import Query, ResponseCache, response_cache, view
+from pkgcat.http.operations import (
+    BY_NAME,
+    BY_PATH,
+    DAYS,
+    END,
+    INTEGER_MAX,
+    LIMIT,
+    PACKAGE,
+    PAGE,
+    START,
+    VERSION,
+    days_and_range,
+    routes,
+)
+from pkgcat.http.params import Handler, Query, ResponseCache, response_cache
 from pkgcat.http.uploads import Incoming
 from pkgcat.repository.uploads import Uploads
-from pkgcat.services import USAGE_BY, CatalogueService, buyers_window, package_identifier
+from pkgcat.services import CatalogueService
 
-Handler = Callable[[CatalogueService, Caller, Query, ResponseCache], Awaitable[bytes]]
-"""``async def h(service, caller, query, cache) -> bytes``: an operation's whole answer body."""
 WriteHandler = Callable[[CatalogueService, Uploads, Caller, Incoming], Awaitable[bytes]]
 """``async def h(service, uploads, caller, incoming) -> bytes``: a write's whole answer body."""
 
@@ -50,45 +61,45 @@ def _json_items(items: list[dict[str, Any]]) -> bytes:
     return orjson.dumps(items)[1:-1]
 
 
+_BY = BY_NAME["application/usage"].parameter("by")
+
+
 def _usage_calendar(service: CatalogueService, caller: Caller, query: Query) -> tuple[date, ...]:
     """The report's days: the last ``days`` and today, or ``start`` to ``end``."""
     if "start" in query or "end" in query:
         if "days" in query:
-            raise InvalidArgument("days", "give days, or start and end, not both")
-        return service.usage_range(caller, query.get("start"), query.get("end"))
-    return service.usage_calendar(caller, DAYS.integer(query))
+            raise days_and_range()
+        end = END.day(query)
+        return service.usage_range(caller, START.day(query), end)
+    return service.usage_calendar(caller, DAYS.bounded(query))
 
 
-def _usage_by(query: Query) -> str | None:
-    by = query.get("by")
-    if by is not None and by not in USAGE_BY:
-        raise InvalidArgument("by", f"must be {' or '.join(USAGE_BY)}, got {by!r}")
-    return by
+async def _settled_usage(
+    service: CatalogueService, caller: Caller, days: tuple[date, ...], by: str | None, ends: bool
+) -> bytes:
+    counts = await service.usage_on(caller, days)
+    operations = await service.usage_operations_on(caller, days) if by else None
+    zone = ZoneInfo(caller.timezone)
+    return _json_items(
+        shapes.usage_body(counts, caller.shape, zone, ends_today=ends, operations=operations)
+    )
 
 
 async def usage(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
     calendar = _usage_calendar(service, caller, query)
-    by = _usage_by(query)
-    zone = ZoneInfo(caller.timezone)
+    by = _BY.choice(query)
     # Only the last day or two can still change (today, and yesterday just after
     # midnight): the days before them are rendered once per catalogue generation
     # (operator loads of statistics move it).
     live = service.live_days(caller)
     split = bisect_left(calendar, caller.today - timedelta(days=live - 1))
     settled_days, live_days = calendar[:split], calendar[split:]
-    key = ("usage", caller.application.id, calendar[0], split, len(live_days), by, *view(caller))
-    settled = cache.get(caller.generation, key)
-    if settled is None:
-        days = await service.usage_on(caller, settled_days)
-        operations = await service.usage_operations_on(caller, settled_days) if by else None
-        settled = _json_items(
-            shapes.usage_body(
-                days, caller.shape, zone, ends_today=not live_days, operations=operations
-            )
-        )
-        cache.put(caller.generation, key, settled)
+    key = ("usage", caller.application.id, calendar[0], split, len(live_days), by)
+    settled = await cache.answer(
+        caller, key, _settled_usage, service, caller, settled_days, by, not live_days
+    )
     if not live_days:  # a range that ended before yesterday: all of it settled
         return envelope_of_items(settled)
     if live_days[0] == caller.today:  # today only: the count this request's commit returned
@@ -96,25 +107,35 @@ async def usage(
     else:
         recent = await service.usage_on(caller, live_days)
     operations = await service.usage_operations_on(caller, live_days) if by else None
+    zone = ZoneInfo(caller.timezone)
     return envelope_of_items(
         settled, _json_items(shapes.usage_body(recent, caller.shape, zone, operations=operations))
     )
 
 
+async def _details(
+    service: CatalogueService, caller: Caller, package_id: str, counted: int
+) -> bytes:
+    package = service.with_downloads(await service.package_details(caller, package_id), counted)
+    return envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
+
+
 async def details(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    package_id = package_identifier(query.get("package", ""))
+    package_id = PACKAGE.identifier(query)
     # Live: the downloads counted so far are part of the key (a worker's own commits and,
     # on PostgreSQL, every other's notifications drop what the counter keeps of them).
     counted = await service.counted_downloads(package_id)
-    key = ("details", package_id, counted, *view(caller))
-    body = cache.get(caller.generation, key)
-    if body is None:
-        package = service.with_downloads(await service.package_details(caller, package_id), counted)
-        body = envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
-        cache.put(caller.generation, key, body)
-    return body
+    key = ("details", package_id, counted)
+    return await cache.answer(caller, key, _details, service, caller, package_id, counted)
+
+
+async def _buyers(
+    service: CatalogueService, caller: Caller, package_id: str, limit: int, page: int
+) -> bytes:
+    found = await service.buyers(caller, package_id, limit=limit, page=page)
+    return envelope(shapes.buyers_body(found, caller.shape, ZoneInfo(caller.timezone)))
 
 
 async def buyers(
@@ -122,15 +143,11 @@ async def buyers(
 ) -> bytes:
     if "cursor" in query:  # cursor mode; without it, page mode answers as it always has
         return await seller.buyers_walk(service, caller, query, cache)
-    limit, page = buyers_window(LIMIT.integer(query), PAGE.integer(query))
-    package_id = package_identifier(query.get("package", ""))
-    key = ("buyers", package_id, limit, page, *view(caller))
-    body = cache.get(caller.generation, key)
-    if body is None:
-        result = await service.buyers(caller, package_id, limit=limit, page=page)
-        body = envelope(shapes.buyers_body(result, caller.shape, ZoneInfo(caller.timezone)))
-        cache.put(caller.generation, key, body)
-    return body
+    limit, page = LIMIT.integer(query), PAGE.integer(query)
+    limit, page = LIMIT.size(limit), PAGE.within(page)
+    package_id = PACKAGE.identifier(query)
+    key = ("buyers", package_id, limit, page)
+    return await cache.answer(caller, key, _buyers, service, caller, package_id, limit, page)
 
 
 ROUTES: dict[str, Handler] = routes(
@@ -138,14 +155,11 @@ ROUTES: dict[str, Handler] = routes(
         "application/usage": usage,
         "package/details": details,
         "package/buyers": buyers,
-        "source/packages": seller.source_packages,
-        "package/check": seller.check,
-        "source/sales": seller.sales,
-        "package/downloads": seller.downloads,
+        **seller.HANDLERS,
     }
 )
-"""Path to handler of each served operation of the table (:mod:`pkgcat.http.operations`):
-serving one is adding its line here."""
+"""Path to handler of each served read of the table (:mod:`pkgcat.http.operations`): serving
+one is adding its line here, or to the ``HANDLERS`` of the module that holds its handler."""
 
 WRITE_ROUTES: dict[str, WriteHandler] = routes({"package/upload": uploads.upload})
 """Path to handler of each served write (POST) of the table."""

@@ -1,31 +1,38 @@
-"""The seller operations of API 1.1: source/packages, package/check, source/sales, buyers' cursor mode.
+"""The seller operations of API 1.1: source/packages, package/check, source/sales,
+package/downloads, and buyers' cursor mode.
 
 Each handler has the signature of every other (:data:`pkgcat.http.routes.Handler`):
-it parses its own parameters, calls one use case of
-:class:`~pkgcat.services.CatalogueService` and renders the answer with
-:mod:`pkgcat.shapes`, keeping it for the catalogue generation like the others.
-Parameters are validated before anything is read: a bad one is code 2 naming it.
+it reads its parameters through the table (:mod:`pkgcat.http.operations`), calls one use
+case of :class:`~pkgcat.services.CatalogueService` and renders the answer with
+:mod:`pkgcat.shapes`, kept for the catalogue generation (:meth:`ResponseCache.answer`).
+Parameters are read before anything is: a bad one is code 2 naming it.
 """
 
 from __future__ import annotations
 
+from datetime import date
 from zoneinfo import ZoneInfo
 
 from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
-from pkgcat.http.operations import BY_NAME, LIMIT
-from pkgcat.http.params import Query, ResponseCache, view
-from pkgcat.services import BLANK, CatalogueService
+from pkgcat.http.operations import BY_NAME, END, LIMIT, PACKAGE, START, buyer, days_and_range
+from pkgcat.http.params import Handler, Query, ResponseCache
+from pkgcat.services import CatalogueService
 
-_PAID = BY_NAME["source/packages"].parameter("paid")
-_ONLINE = BY_NAME["source/packages"].parameter("online")
+_PACKAGES = BY_NAME["source/packages"]
+_PAID, _ONLINE = _PACKAGES.parameter("paid"), _PACKAGES.parameter("online")
+_SALES = BY_NAME["source/sales"]
+_SOLD, _STATUS = _SALES.parameter("package"), _SALES.parameter("status")
+_DAYS = BY_NAME["package/downloads"].parameter("days")
 
 
-def _optional(query: Query, name: str) -> str | None:
-    raw = query.get(name)
-    return None if raw is None else raw.strip(BLANK)
+async def _buyers_walk(
+    service: CatalogueService, caller: Caller, package_id: str, limit: int, cursor: str
+) -> bytes:
+    walk = await service.buyers_walk(caller, package_id, limit, cursor)
+    return envelope(shapes.buyers_walk_body(walk, caller.shape, ZoneInfo(caller.timezone)))
 
 
 async def buyers_walk(
@@ -35,15 +42,25 @@ async def buyers_walk(
     if "page" in query:
         raise InvalidArgument("cursor", "not together with page; give one or the other")
     limit = LIMIT.page_size(query)
+    package_id = PACKAGE.identifier(query)
     cursor = query.get("cursor", "")
-    package_id = query.get("package", "")
-    key = ("buyers-walk", package_id, limit, cursor, *view(caller))
-    body = cache.get(caller.generation, key)
-    if body is None:
-        walk = await service.buyers_walk(caller, package_id, limit, cursor)
-        body = envelope(shapes.buyers_walk_body(walk, caller.shape, ZoneInfo(caller.timezone)))
-        cache.put(caller.generation, key, body)
-    return body
+    key = ("buyers-walk", package_id, limit, cursor)
+    return await cache.answer(caller, key, _buyers_walk, service, caller, package_id, limit, cursor)
+
+
+async def _source_packages(
+    service: CatalogueService,
+    caller: Caller,
+    paid: bool | None,
+    online: bool | None,
+    limit: int,
+    cursor: str | None,
+) -> bytes:
+    page = await service.source_packages(
+        caller, paid=paid, online=online, limit=limit, cursor=cursor
+    )
+    zone = ZoneInfo(caller.timezone)
+    return envelope(shapes.source_packages_body(page, caller.shape, zone))
 
 
 async def source_packages(
@@ -52,33 +69,31 @@ async def source_packages(
     paid, online = _PAID.flag(query), _ONLINE.flag(query)
     limit = LIMIT.page_size(query)
     cursor = query.get("cursor") or None
-    key = ("source/packages", paid, online, limit, cursor, *view(caller))
-    body = cache.get(caller.generation, key)
-    if body is None:
-        page = await service.source_packages(
-            caller, paid=paid, online=online, limit=limit, cursor=cursor
-        )
-        zone = ZoneInfo(caller.timezone)
-        body = envelope(shapes.source_packages_body(page, caller.shape, zone))
-        cache.put(caller.generation, key, body)
-    return body
+    key = ("source/packages", paid, online, limit, cursor)
+    return await cache.answer(
+        caller, key, _source_packages, service, caller, paid, online, limit, cursor
+    )
+
+
+async def _check(
+    service: CatalogueService,
+    caller: Caller,
+    package_id: str,
+    by: str,
+    value: str,
+    model: str | None,
+) -> bytes:
+    found = await service.check(caller, package_id, by, value, model)
+    return envelope(shapes.check_body(found, ZoneInfo(caller.timezone)))
 
 
 async def check(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    package_id = query.get("package", "")
-    buyer = {name: query.get(name) for name in ("nickname", "account", "udid", "model")}
-    key = ("package/check", package_id, *buyer.values(), *view(caller))
-    body = cache.get(caller.generation, key)
-    if body is None:
-        found = await service.check(caller, package_id, **buyer)
-        body = envelope(shapes.check_body(found, ZoneInfo(caller.timezone)))
-        cache.put(caller.generation, key, body)
-    return body
-
-
-_DAYS = BY_NAME["package/downloads"].parameter("days")
+    by, value, model = buyer(query)
+    package_id = PACKAGE.identifier(query)
+    key = ("package/check", package_id, by, value, model)
+    return await cache.answer(caller, key, _check, service, caller, package_id, by, value, model)
 
 
 async def downloads(
@@ -86,41 +101,55 @@ async def downloads(
 ) -> bytes:
     """Not kept: today's count moves with every download, which no generation follows."""
     days = _DAYS.integer(query) if "days" in query else None
-    calendar = service.downloads_calendar(caller, days, query.get("start"), query.get("end"))
-    report = await service.downloads(caller, query.get("package", ""), calendar)
+    start = end = None
+    if "start" in query or "end" in query:
+        if days is not None:
+            raise days_and_range()
+        end = END.day(query)
+        start = START.day(query)
+    elif days is None:
+        days = _DAYS.bounded(query)  # the default
+    else:
+        days = _DAYS.within(days)
+    calendar = service.downloads_calendar(caller, days, start, end)
+    report = await service.downloads(caller, PACKAGE.identifier(query), calendar)
     return envelope(shapes.downloads_body(report, caller.shape))
+
+
+async def _sales(
+    service: CatalogueService,
+    caller: Caller,
+    days: tuple[date, date],
+    package_id: str | None,
+    status: str | None,
+    limit: int,
+    cursor: str | None,
+) -> bytes:
+    page = await service.sales(
+        caller, days, package_id=package_id, status=status, limit=limit, cursor=cursor
+    )
+    return envelope(shapes.sales_body(page, ZoneInfo(caller.timezone)))
 
 
 async def sales(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
-    start, end = query.get("start"), query.get("end")
-    package_id, status = _optional(query, "package"), query.get("status")
     limit = LIMIT.page_size(query)
+    end = END.day(query)
+    days = service.sales_days(caller, START.day(query), end)
+    status = _STATUS.choice(query)
+    package_id = _SOLD.identifier(query) if "package" in query else None
     cursor = query.get("cursor") or None
-    # Today decides the default range: it is part of the key.
-    key = (
-        "source/sales",
-        start,
-        end,
-        package_id,
-        status,
-        limit,
-        cursor,
-        caller.today,
-        *view(caller),
+    key = ("source/sales", days, package_id, status, limit, cursor)
+    return await cache.answer(
+        caller, key, _sales, service, caller, days, package_id, status, limit, cursor
     )
-    body = cache.get(caller.generation, key)
-    if body is None:
-        page = await service.sales(
-            caller,
-            start=start,
-            end=end,
-            package_id=package_id,
-            status=status,
-            limit=limit,
-            cursor=cursor,
-        )
-        body = envelope(shapes.sales_body(page, ZoneInfo(caller.timezone)))
-        cache.put(caller.generation, key, body)
-    return body
+
+
+HANDLERS: dict[str, Handler] = {
+    "source/packages": source_packages,
+    "package/check": check,
+    "source/sales": sales,
+    "package/downloads": downloads,
+}
+"""This module's operations by name: :data:`pkgcat.http.routes.ROUTES` serves them."""

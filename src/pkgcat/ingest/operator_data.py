@@ -25,17 +25,20 @@ The columns (CSV header, or JSON keys) are the spec's field names:
 - prices: ``package``, ``price``, ``currency``.
 
 Other columns are ignored, and named in :attr:`Checked.ignored`.
+
+:func:`import_purchases`, :func:`import_stats` and :func:`import_prices` validate a file
+inside the transaction of :mod:`pkgcat.storage.writes.operator` that writes it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -47,10 +50,40 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
+from sqlalchemy import Engine
 
 from pkgcat.domain import Scope
 from pkgcat.ingest.currencies import is_currency
 from pkgcat.ingest.operator_files import Problem, Row, read_table, refuse
+from pkgcat.storage.writes.operator import (
+    Catalogue,
+    Checked,
+    PackageRef,
+    PriceRow,
+    PurchaseRow,
+    RowT,
+    StatsRow,
+    Written,
+    write_prices,
+    write_purchases,
+    write_stats,
+)
+
+__all__ = [
+    "Catalogue",
+    "Checked",
+    "PackageRef",
+    "PriceRow",
+    "PurchaseRow",
+    "StatsRow",
+    "Written",
+    "import_prices",
+    "import_purchases",
+    "import_stats",
+    "prices",
+    "purchases",
+    "stats",
+]
 
 PURCHASE_COLUMNS = (
     "package", "source", "allowed_for", "nickname", "status", "total", "commission",
@@ -69,71 +102,6 @@ _DECIMAL = re.compile(r"\d{1,20}(\.\d{1,8})?")
 _PLATFORM = re.compile(r"[a-z0-9_.-]{1,64}")
 _UDID = re.compile(r"[0-9A-Za-z-]+")
 _MAX_INTEGER = 2**63 - 1
-
-RowT = TypeVar("RowT")
-
-
-@dataclass(frozen=True, slots=True)
-class PackageRef:
-    """A package as the checks see it: its row id, its source's, and whether it is free."""
-
-    id: int
-    source_id: int
-    free: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Catalogue:
-    """What validation checks rows against: packages and sources, by name."""
-
-    packages: Mapping[str, PackageRef]
-    sources: Mapping[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Checked(Generic[RowT]):
-    """The rows of a file without problems, and the columns of the file that were not read."""
-
-    rows: list[RowT]
-    ignored: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PurchaseRow:
-    line: int
-    source_id: int
-    package_id: int | None
-    allowed_for: Scope
-    nickname: str
-    status: str
-    total: str
-    commission: str
-    currency: str
-    purchased_at: int
-    txn_id: str
-    profile_url: str
-    payment_platform: str
-    account: str | None = None
-    udid: str | None = None
-    device_model: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StatsRow:
-    line: int
-    package_id: int
-    total_download: int
-    total_votes: int
-    total_value_votes: int
-
-
-@dataclass(frozen=True, slots=True)
-class PriceRow:
-    line: int
-    package_id: int
-    price: str
-    currency: str
-
 
 # Step 1: one row alone, by its model ---------------------------------------------------------
 
@@ -477,3 +445,18 @@ def prices(path: Path, catalogue: Catalogue, *, delimiter: str | None = None) ->
         return PriceRow(line, ref.id, fields.price, fields.currency)
 
     return _check(path, PRICE_COLUMNS, PRICE_COLUMNS, delimiter, check)
+
+
+def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
+    """Validate every purchase of ``path``, then add the new ones and update the changed ones."""
+    return write_purchases(engine, partial(purchases, path, delimiter=delimiter))
+
+
+def import_stats(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
+    """Set the download and vote counts of each package the file names."""
+    return write_stats(engine, partial(stats, path, delimiter=delimiter))
+
+
+def import_prices(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
+    """Set the price and currency of each package the file names."""
+    return write_prices(engine, partial(prices, path, delimiter=delimiter))

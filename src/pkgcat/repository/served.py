@@ -34,7 +34,6 @@ from pkgcat.repository.indexes import (
 )
 from pkgcat.repository.keys import NoPassphrase, Signers, clearsign, detach_sign, download_key
 from pkgcat.storage.blobs import BlobStore
-from pkgcat.storage.engine import engine_for
 from pkgcat.storage.served import read_served, spend_grant
 
 log = logging.getLogger("pkgcat.repository")
@@ -51,12 +50,13 @@ class ServedRepository:
         settings: Settings,
         blobs: BlobStore,
         generation: Callable[[], Awaitable[int]],
+        engine: Callable[[], Engine],
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``generation``: the catalogue generation as the database holds it now."""
+        """``generation``: the catalogue generation as the database holds it now; ``engine``:
+        the worker's engine, made at its first use (the caller disposes of it)."""
         self.blobs = blobs
-        self._database_url = settings.database_url
         passphrase = settings.repository_passphrase
         self._passphrase = None if passphrase is None else passphrase.get_secret_value()
         self._signers = Signers(self._passphrase)
@@ -69,7 +69,7 @@ class ServedRepository:
         self._lifetime = settings.download_url_seconds
         self._generation = generation
         self._clock = clock
-        self._engine: Engine | None = None
+        self._engine = engine
         self._set: IndexSet | None = None
         self._task: asyncio.Task[None] | None = None
         self._checked = float("-inf")
@@ -77,9 +77,8 @@ class ServedRepository:
         self._unsigned_told = False
 
     def engine(self) -> Engine:
-        if self._engine is None:  # made in the worker, after the fork
-            self._engine = engine_for(self._database_url)
-        return self._engine
+        """The worker's engine (:class:`pkgcat.storage.backends.WriteEngine`)."""
+        return self._engine()
 
     def period(self, now: float) -> int:
         """The start of the current Valid-Until period (half the validity), or 0 without one."""
@@ -189,6 +188,4 @@ class ServedRepository:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):  # stopping: moot
                 await self._task
-        if self._engine is not None:
-            self._engine.dispose()
         await self.blobs.close()

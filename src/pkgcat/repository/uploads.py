@@ -3,13 +3,14 @@ and the answers kept for retries under an ``Idempotency-Key``.
 
 The request path of the server reads through its own drivers (see
 :mod:`pkgcat.storage.sqlite`, :mod:`pkgcat.storage.postgres`); an upload is
-rare and slow beside a read, so it writes as ``pkgcat publish`` does, through
-a SQLAlchemy engine that each worker opens at its first upload, in a thread.
+rare and slow beside a read, so it writes as ``pkgcat publish`` does, in a thread, through
+the worker's SQLAlchemy engine (:class:`pkgcat.storage.backends.WriteEngine`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -20,27 +21,20 @@ from pkgcat.ingest.versions import Preference
 from pkgcat.repository.debs import Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.blobs import BlobStore
-from pkgcat.storage.engine import engine_for
 from pkgcat.storage.writes.idempotency import Kept, keep, recall
 from pkgcat.storage.writes.published import source_name
 
 
 class Uploads:
-    """A worker's uploads: the blob store it shares with the served repository, an engine."""
+    """A worker's uploads: the blob store it shares with the served repository, the engine."""
 
-    def __init__(self, settings: Settings, blobs: BlobStore) -> None:
+    def __init__(self, settings: Settings, blobs: BlobStore, engine: Callable[[], Engine]) -> None:
+        """``engine``: the worker's engine, made at its first use (the caller disposes of it)."""
         self.max_bytes = settings.publish_max_bytes
         self.keep_seconds = settings.idempotency_seconds
-        self._url = settings.database_url
         self._preference = Preference(settings.architecture_preference)
         self._blobs = blobs
-        self._engine: Engine | None = None
-
-    def engine(self) -> Engine:
-        """The worker's write engine, opened at its first write (uploads and webhook writes)."""
-        if self._engine is None:
-            self._engine = engine_for(self._url)
-        return self._engine
+        self.engine = engine
 
     async def publish(self, path: Path, source_id: int) -> Published:
         """Publish the .deb at ``path`` to the source; :class:`Refused` (nothing stored) when unfit."""
@@ -68,7 +62,3 @@ class Uploads:
         return await anyio.to_thread.run_sync(
             lambda: keep(self.engine(), application_id, key, kept, now=now, ttl=self.keep_seconds)
         )
-
-    def close(self) -> None:
-        if self._engine is not None:
-            self._engine.dispose()

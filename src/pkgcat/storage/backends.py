@@ -12,24 +12,28 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pkgcat.config import Settings
 from pkgcat.errors import NotReady
 from pkgcat.storage.blobs import BlobStore, DirectoryBlobs, default_blob_dir
-from pkgcat.storage.cache import CachedCatalogue, CachedUsage
-from pkgcat.storage.engine import backend_name
+from pkgcat.storage.cache import CachedCatalogue
+from pkgcat.storage.engine import backend_name, engine_for
 from pkgcat.storage.interfaces import (
-    CatalogueReader,
     ChangeFeed,
+    Executor,
     FailureLimiter,
     PoolUse,
     RateLimiter,
     UsageCounter,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 
 class WatchedCounter(UsageCounter, Protocol):
@@ -53,7 +57,7 @@ class Storage:
     """Everything the request path reads and writes, for one worker."""
 
     catalogue: CachedCatalogue
-    usage: CachedUsage
+    usage: WatchedCounter
     limiter: RateLimiter
     counter: WatchedCounter
     """The counter behind ``usage``, for ``/metrics``."""
@@ -108,25 +112,25 @@ def database_unavailable(error: Exception) -> bool:
 
 def _database(
     settings: Settings,
-) -> tuple[CatalogueReader, ChangeFeed, WatchedCounter, Callable[[], PoolUse | None]]:
+) -> tuple[Executor, ChangeFeed, WatchedCounter, Callable[[], PoolUse | None]]:
     backend = backend_name(settings.database_url)
     if backend == "sqlite":
-        from pkgcat.storage.sqlite import SqliteCatalogue, SqliteChanges, SqliteCounter
+        from pkgcat.storage.sqlite import SqliteChanges, SqliteCounter, SqliteExecutor
         from pkgcat.storage.sqlite.connection import SqliteDatabase
 
         database = SqliteDatabase(settings.database_url)
         changes = SqliteChanges(database)
         counter = SqliteCounter(database, changes=changes)
-        return SqliteCatalogue(database), changes, counter, _no_pool
+        return SqliteExecutor(database), changes, counter, _no_pool
     if backend == "postgresql":
-        from pkgcat.storage.postgres import PostgresCatalogue, PostgresChanges, PostgresCounter
+        from pkgcat.storage.postgres import PostgresChanges, PostgresCounter, PostgresExecutor
         from pkgcat.storage.postgres.connection import PostgresDatabase
 
         pg = PostgresDatabase(settings.database_url, pool_size=settings.database_pool_size)
         feed = PostgresChanges(pg)
         pg_counter = PostgresCounter(pg, told=feed.listening)
         feed.on_downloads = pg_counter.forget_downloads
-        return PostgresCatalogue(pg), feed, pg_counter, pg.pool_use
+        return PostgresExecutor(pg), feed, pg_counter, pg.pool_use
     raise ValueError(
         f"PKGCAT_DATABASE_URL: pkgcat runs on sqlite:/// or postgresql://, not {backend!r}"
     )
@@ -143,39 +147,84 @@ def _limiter(settings: Settings) -> RateLimiter:
     return WindowLimiter(settings.rate_limit)
 
 
-def open_failure_limiter(settings: Settings) -> FailureLimiter:
-    """Where failed authentications are counted: Redis when the rate limit is shared, else here.
+def _allowance(settings: Settings, limit: str, kind: str, limits: str) -> FailureLimiter:
+    """An allowance per client counted in Redis when the rate limit is shared, else here.
 
-    Redis counts one allowance for every worker and host, under a key prefix of its own.
+    Redis counts one allowance for every worker and host, under a key prefix of its own
+    (``kind``); ``limits`` names them in the log when Redis cannot be reached.
     """
     redis_url = settings.shared_limit_url
     if redis_url is not None:
         from pkgcat.storage.redis.limiter import RedisLimiter
 
         return RedisLimiter(
-            redis_url,
-            settings.auth_failure_limit,
-            settings.rate_limit_namespace,
-            kind="auth-failures",
-            limits="limits on failed authentications",
+            redis_url, limit, settings.rate_limit_namespace, kind=kind, limits=limits
         )
     from pkgcat.storage.limiter import WindowLimiter
 
-    return WindowLimiter(settings.auth_failure_limit)
+    return WindowLimiter(limit)
+
+
+def open_failure_limiter(settings: Settings) -> FailureLimiter:
+    """Where failed authentications are counted (per client address)."""
+    return _allowance(
+        settings, settings.auth_failure_limit, "auth-failures", "limits on failed authentications"
+    )
+
+
+def open_code_limiter(settings: Settings) -> FailureLimiter:
+    """Where the store's sign-in codes sent are counted (per address and per email)."""
+    return _allowance(
+        settings, settings.store_code_limit, "store-codes", "limits on store sign-in codes"
+    )
 
 
 def open_storage(settings: Settings) -> Storage:
     """The backends ``settings`` name, the catalogue and usage behind one cache layer."""
-    reader, changes, counter, pool_use = _database(settings)
+    executor, changes, counter, pool_use = _database(settings)
     budget = settings.cache_max_bytes
-    catalogue = CachedCatalogue(reader, changes, max_bytes=budget)
+    catalogue = CachedCatalogue(executor, changes, max_bytes=budget)
     return Storage(
         catalogue=catalogue,
-        usage=CachedUsage(counter, catalogue, max_bytes=budget),
+        usage=counter,
         limiter=_limiter(settings),
         counter=counter,
         pool_use=pool_use,
     )
+
+
+class WriteEngine:
+    """A worker's one SQLAlchemy engine, for what it does off the request path's drivers: the
+    uploads, the webhook operations, the served repository and the store.
+
+    Made at its first use (in the worker, after the fork), from whichever thread comes
+    first: a lock makes sure only one is ever made.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        self._url = database_url
+        self._engine: Engine | None = None
+        self._making = threading.Lock()
+
+    def __call__(self) -> Engine:
+        engine = self._engine
+        if engine is None:
+            with self._making:
+                if self._engine is None:
+                    self._engine = engine_for(self._url)
+                engine = self._engine
+        return engine
+
+    def dispose(self) -> None:
+        with self._making:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+
+def open_write_engine(settings: Settings) -> WriteEngine:
+    """The worker's engine for the database the settings name, made at its first use."""
+    return WriteEngine(settings.database_url)
 
 
 def open_blobs(settings: Settings) -> BlobStore:

@@ -27,16 +27,9 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any, Generic, TypeVar
 
-from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
-from pkgcat.storage.interfaces import (
-    BuyerKey,
-    BuyersHint,
-    BuyersSlice,
-    CatalogueReader,
-    ChangeFeed,
-    Counted,
-    UsageCounter,
-)
+from pkgcat.domain import KeyRecord, Package, SalesTotal
+from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice, ChangeFeed, Executor
+from pkgcat.storage.reads import Catalogue
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -163,12 +156,16 @@ class GenerationCache(Generic[K, V]):
         sizes[key] = size
 
 
-class CachedCatalogue:
-    """A :class:`CatalogueReader` in front of another, caching what the generation covers."""
+class CachedCatalogue(Catalogue):
+    """The :class:`~pkgcat.storage.reads.Catalogue`, keeping what the generation covers.
 
-    def __init__(self, reader: CatalogueReader, changes: ChangeFeed, *, max_bytes: int) -> None:
+    Keys, packages, buyers' totals and marks, and sales totals are kept; every other read
+    is the catalogue's own (the HTTP layer keeps their rendered answers).
+    """
+
+    def __init__(self, executor: Executor, changes: ChangeFeed, *, max_bytes: int) -> None:
         """``max_bytes`` is the worker's whole budget: this takes its shares of it."""
-        self._reader = reader
+        super().__init__(executor)
         self._changes = changes
         self._generation = -1
         self._keys: GenerationCache[str, KeyRecord] = GenerationCache(
@@ -197,6 +194,10 @@ class CachedCatalogue:
         self._sales: GenerationCache[tuple[object, ...], list[SalesTotal]] = GenerationCache(
             cache_bytes(max_bytes, "sales")
         )
+        # (application, first day asked) -> (the day the history stops before, its counts)
+        self._history: GenerationCache[tuple[int, date], tuple[date, dict[date, int]]] = (
+            GenerationCache(cache_bytes(max_bytes, "history"))
+        )
 
     async def generation(self) -> int:
         self._generation = self._changes.current()
@@ -213,7 +214,7 @@ class CachedCatalogue:
         PostgreSQL the second follows the first within a notification's trip;
         on SQLite it is what the worker's last commit of counts read.
         """
-        return await self._reader.generation(), self._changes.current()
+        return await super().generation(), self._changes.current()
 
     def caches(self) -> dict[str, GenerationCache[Any, Any]]:
         """The caches worth watching (``/metrics``), by name."""
@@ -243,7 +244,7 @@ class CachedCatalogue:
             if latest == generation:
                 return None
             generation = latest  # read in the newer one: kept once the cache has moved there
-        record = await self._reader.find_key(key_hash)
+        record = await super().find_key(key_hash)
         if record is None:
             self._unknown.put(generation, key_hash, True)
         else:
@@ -252,13 +253,13 @@ class CachedCatalogue:
 
     async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:
         if fresh:
-            return await self._reader.package(package_id)
+            return await super().package(package_id)
         generation = self._generation
         package = self._packages.get(generation, package_id)
         if package is None:
             if self._unknown_packages.get(generation, package_id):
                 return None
-            package = await self._reader.package(package_id)
+            package = await super().package(package_id)
             if package is None:
                 self._unknown_packages.put(generation, package_id, True)
             else:
@@ -279,15 +280,13 @@ class CachedCatalogue:
         if offset >= 2 * MARK_EVERY:
             marks = self._marks.get(generation, package_row_id)
             if marks is None:
-                read_in, marks = await self._reader.buyer_marks(
-                    package_row_id, source_id, MARK_EVERY
-                )
+                read_in, marks = await self.buyer_marks(package_row_id, source_id, MARK_EVERY)
                 if read_in == generation:
                     self._marks.put(generation, package_row_id, marks)
             index = min(offset // MARK_EVERY, len(marks))
             if index:
                 position, after = index * MARK_EVERY, marks[index - 1]
-        found = await self._reader.buyers(
+        found = await super().buyers(
             package_row_id,
             source_id,
             limit,
@@ -298,49 +297,7 @@ class CachedCatalogue:
             self._totals.put(generation, package_row_id, found.total)
         return found
 
-    async def buyer_marks(
-        self, package_row_id: int, source_id: int, every: int
-    ) -> tuple[int, list[BuyerKey]]:
-        return await self._reader.buyer_marks(package_row_id, source_id, every)
-
-    # The seller operations' pages pass through (their answers are cached rendered by the
-    # HTTP layer); sales totals are kept per generation, as every page of a walk shares them.
-
-    async def buyers_after(
-        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
-    ) -> BuyersSlice:
-        return await self._reader.buyers_after(package_row_id, source_id, limit, after)
-
-    async def source_packages(
-        self,
-        source_id: int,
-        limit: int,
-        after: str | None,
-        *,
-        paid: bool | None = None,
-        online: bool | None = None,
-    ) -> list[Package]:
-        return await self._reader.source_packages(source_id, limit, after, paid=paid, online=online)
-
-    async def ownership(
-        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
-    ) -> Ownership | None:
-        return await self._reader.ownership(source_id, package_row_id, by, value, model)
-
-    async def sales(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        limit: int,
-        after: BuyerKey | None,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[Sale]:
-        return await self._reader.sales(
-            source_id, first, end, limit, after, package_row_id=package_row_id, status=status
-        )
+    # Sales totals are kept per generation, as every page of a walk shares them.
 
     async def sales_totals(
         self,
@@ -355,82 +312,27 @@ class CachedCatalogue:
         key = (source_id, first, end, package_row_id, status)
         found = self._sales.get(generation, key)
         if found is None:
-            found = await self._reader.sales_totals(
+            found = await super().sales_totals(
                 source_id, first, end, package_row_id=package_row_id, status=status
             )
             self._sales.put(generation, key, found)
         return found
 
-    async def secret(self, name: str) -> str | None:
-        return await self._reader.secret(name)
-
-    async def close(self) -> None:
-        await self._reader.close()
-        await self._changes.close()
-
-
-class CachedUsage:
-    """A :class:`UsageCounter` in front of another: history that cannot change, read once.
-
-    Counting passes straight through. Usage reads take the days before
-    yesterday (no request can be counted on them any more) from the cache,
-    for as long as the catalogue's generation holds (operator loads of usage
-    statistics move it), and only the last two days from the counter.
-    """
-
-    def __init__(
-        self, counter: UsageCounter, catalogue: CachedCatalogue, *, max_bytes: int
-    ) -> None:
-        """``max_bytes`` is the worker's whole budget: this takes its share of it."""
-        self._counter = counter
-        self._catalogue = catalogue
-        # (application, first day asked) -> (the day the history stops before, its counts)
-        self._history: GenerationCache[tuple[int, date], tuple[date, dict[date, int]]] = (
-            GenerationCache(cache_bytes(max_bytes, "history"))
-        )
-
-    async def record(
-        self,
-        application_id: int,
-        day: date,
-        key_id: int,
-        when: int,
-        operation: str,
-        cutoff: float | None = None,
-    ) -> Counted:
-        return await self._counter.record(application_id, day, key_id, when, operation, cutoff)
-
-    def retract(self, application_id: int, day: date, operation: str) -> None:
-        self._counter.retract(application_id, day, operation)
-
-    async def operations(
-        self, application_id: int, first: date, last: date
-    ) -> dict[date, dict[str, int]]:
-        # Read whole: the response cache keeps what it rendered of the settled days.
-        return await self._counter.operations(application_id, first, last)
-
     async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
         # Days before yesterday no longer change (requests are counted on their today):
-        # they are read once per catalogue generation; yesterday and today every time.
+        # they are read once per catalogue generation (operator loads of usage statistics
+        # move it); yesterday and today every time.
         recent = last - timedelta(days=1)
         if first >= recent:
-            return await self._counter.usage(application_id, first, last)
-        generation = self._catalogue.known_generation
+            return await super().usage(application_id, first, last)
+        generation = self._generation
         history = self._history.get(generation, (application_id, first))
         if history is None or history[0] != recent:
-            counts = await self._counter.usage(application_id, first, recent - timedelta(days=1))
+            counts = await super().usage(application_id, first, recent - timedelta(days=1))
             history = (recent, counts)
             self._history.put(generation, (application_id, first), history)
-        return history[1] | await self._counter.usage(application_id, recent, last)
-
-    async def record_download(self, package: str, day: date, count: int = 1) -> None:
-        await self._counter.record_download(package, day, count)
-
-    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
-        return await self._counter.downloads(package, first, last)
-
-    async def downloads_total(self, package: str) -> int:
-        return await self._counter.downloads_total(package)
+        return history[1] | await super().usage(application_id, recent, last)
 
     async def close(self) -> None:
-        await self._counter.close()
+        await super().close()
+        await self._changes.close()

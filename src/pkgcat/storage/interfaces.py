@@ -1,8 +1,9 @@
 """What the use cases need from storage, as Protocols: four seams, each with its own backends.
 
-- :class:`CatalogueReader`: keys, packages and buyers, read by the request path.
+- :class:`Executor`: how a backend runs a statement; the catalogue's reads (keys, packages,
+  buyers, the seller reads) are declared once over it in :mod:`pkgcat.storage.reads`.
   Backends: :mod:`pkgcat.storage.sqlite.catalogue`, :mod:`pkgcat.storage.postgres.catalogue`.
-  :class:`pkgcat.storage.cache.CachedCatalogue` wraps any of them.
+  :class:`pkgcat.storage.cache.CachedCatalogue` keeps what the generation covers.
 - :class:`ChangeFeed`: how a process learns that the catalogue changed (the
   catalogue generation), so caches know when to drop what they hold.
 - :class:`UsageCounter`: the durable per-day request counts and the keys'
@@ -16,18 +17,12 @@ database, with the dialect's differences kept inside those modules.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import date
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from pkgcat.domain import (
-    KeyRecord,
-    Ownership,
-    Package,
-    Purchase,
-    RateDecision,
-    Sale,
-    SalesTotal,
-)
+from pkgcat.domain import Purchase, RateDecision
 
 BuyerKey = tuple[int, str]
 """Where a buyer stands in newest-first order: (purchased_at, txn_id)."""
@@ -108,122 +103,33 @@ class ChangeFeed(Protocol):
     async def close(self) -> None: ...
 
 
-class CatalogueReader(Protocol):
-    """Reads of the catalogue that the operations make."""
+class Row(Protocol):
+    """A row read by column name (``sqlite3.Row`` and asyncpg's ``Record`` both are)."""
 
-    async def generation(self) -> int:
-        """The catalogue generation, read first by every request.
+    def __getitem__(self, name: str, /) -> Any: ...
 
-        What depends only on the catalogue may be cached for as long as it
-        stays the same. A backend reads it from the database; the cache layer
-        answers from its :class:`ChangeFeed`, without a round trip where the
-        database pushes changes.
-        """
+
+class Executor(Protocol):
+    """What a database backend does for the catalogue's reads: run one statement.
+
+    Every read is declared once (:mod:`pkgcat.storage.reads`), in portable SQL with ``?``
+    parameters; a backend only runs it. A statement given text PostgreSQL cannot hold (a
+    NUL character) finds nothing there, as no stored text holds one.
+    """
+
+    collate: str
+    """What follows an identifier compared in order, so that it compares byte by byte."""
+
+    async def row(self, sql: str, parameters: tuple[object, ...] = ()) -> Row | None:
+        """The statement's first row, or ``None``."""
         ...
 
-    async def latest_generation(self) -> int:
-        """The generation as the database holds it now (:meth:`ChangeFeed.latest` behind a cache)."""
+    async def rows(self, sql: str, parameters: tuple[object, ...] = ()) -> Sequence[Row]:
+        """Every row of the statement."""
         ...
 
-    async def find_key(self, key_hash: str) -> KeyRecord | None:
-        """The live (not revoked) key with this hash, with its application."""
-        ...
-
-    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:
-        """The package with this identifier, online or not.
-
-        ``fresh``: as the database holds it now, never from a cache (after a write of this
-        worker, before the change has come back through the change feed)."""
-        ...
-
-    async def buyers(
-        self,
-        package_row_id: int,
-        source_id: int,
-        limit: int,
-        offset: int,
-        hint: BuyersHint | None = None,
-    ) -> BuyersSlice:
-        """The total number of buyers of a package and one slice of them, from one snapshot.
-
-        Buyers are the package's own purchases and the purchases of its whole
-        source, newest first, ties broken by ``txn_id``. A ``hint`` whose
-        generation is still the snapshot's spares the count, and lets the
-        reader start at a known buyer instead of skipping ``offset`` of them.
-        """
-        ...
-
-    async def buyer_marks(
-        self, package_row_id: int, source_id: int, every: int
-    ) -> tuple[int, list[BuyerKey]]:
-        """The generation read and the key of every ``every``-th buyer (1-based), in one snapshot."""
-        ...
-
-    async def buyers_after(
-        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
-    ) -> BuyersSlice:
-        """The total number of buyers and the ``limit`` buyers right after ``after`` (keyset).
-
-        ``None`` starts at the newest. One snapshot, as :meth:`buyers`.
-        """
-        ...
-
-    async def source_packages(
-        self,
-        source_id: int,
-        limit: int,
-        after: str | None,
-        *,
-        paid: bool | None = None,
-        online: bool | None = None,
-    ) -> list[Package]:
-        """A source's packages (online or not) by identifier, the first ``limit`` after ``after``.
-
-        ``paid`` and ``online`` keep only the packages that are (``True``) or are not so.
-        """
-        ...
-
-    async def ownership(
-        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
-    ) -> Ownership | None:
-        """The earliest completed purchase of the package or of its whole source by a buyer.
-
-        ``by`` is ``nickname``, ``account`` or ``udid`` (a device a buyer
-        registered with this source, with ``model`` if given). One indexed read.
-        """
-        ...
-
-    async def sales(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        limit: int,
-        after: BuyerKey | None,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[Sale]:
-        """Purchases of the source with ``first <= purchased_at < end``, newest first, after ``after``.
-
-        With ``package_row_id``, only that package's own purchases (allowed_for=package).
-        """
-        ...
-
-    async def sales_totals(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[SalesTotal]:
-        """Totals per currency (sorted) over the same purchases as :meth:`sales`, all of them."""
-        ...
-
-    async def secret(self, name: str) -> str | None:
-        """A per-database secret (migration 0005's ``api_secrets``), or ``None`` if absent."""
+    def snapshot(self) -> AbstractAsyncContextManager[Executor]:
+        """One read transaction: the statements run on what it gives see one snapshot."""
         ...
 
     async def close(self) -> None: ...
@@ -231,7 +137,11 @@ class CatalogueReader(Protocol):
 
 class UsageCounter(Protocol):
     """Durable per-day request counts (also by operation), the last-used time of each key, and
-    the served repository's whole downloads per package and day."""
+    the served repository's whole downloads per package and day.
+
+    What it counted is read back by :class:`pkgcat.storage.reads.Catalogue` (``usage``,
+    ``usage_operations``, ``downloads``), save a package's downloads in all, which a
+    counter may keep (:meth:`downloads_total`)."""
 
     async def record(
         self,
@@ -272,22 +182,6 @@ class UsageCounter(Protocol):
         """
         ...
 
-    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
-        """Counted requests per day between ``first`` and ``last`` inclusive (days with none absent).
-
-        Includes every count that any process has returned from :meth:`record`.
-        """
-        ...
-
-    async def operations(
-        self, application_id: int, first: date, last: date
-    ) -> dict[date, dict[str, int]]:
-        """Counted requests per day and operation between ``first`` and ``last`` inclusive.
-
-        Days and operations with none are absent.
-        """
-        ...
-
     async def record_download(self, package: str, day: date, count: int = 1) -> None:
         """Count one whole download of ``package``'s file on ``day`` (UTC); ``count=-1`` takes
         back one counted before its file went out, when the file could not be sent.
@@ -295,11 +189,6 @@ class UsageCounter(Protocol):
         Committed with the requests' counts of the same batch (the same group
         commit); durable when the call returns, and raises when the commit failed.
         """
-        ...
-
-    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
-        """Counted downloads of ``package`` per day between ``first`` and ``last`` inclusive
-        (days with none absent), including every count any process has committed."""
         ...
 
     async def downloads_total(self, package: str) -> int:

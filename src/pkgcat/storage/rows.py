@@ -14,17 +14,11 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from heapq import merge
 from itertools import islice
-from typing import Any, Protocol
 
 import orjson
 
 from pkgcat.domain import Application, KeyRecord, Package, Purchase, Source
-from pkgcat.storage.interfaces import BuyerKey
-
-
-class Row(Protocol):
-    def __getitem__(self, name: str, /) -> Any: ...
-
+from pkgcat.storage.interfaces import BuyerKey, Row
 
 FIND_KEY = """
 SELECT k.id AS key_id, k.key_hash, k.last_used_at, k.scopes, a.id AS application_id, a.source_id,

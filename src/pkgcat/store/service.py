@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from sqlalchemy import Connection, Engine
@@ -33,13 +33,9 @@ from pkgcat.repository.debs import pool_path
 from pkgcat.repository.keys import NoPassphrase
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage import store as db
-from pkgcat.storage.engine import engine_for
-from pkgcat.storage.limiter import WindowLimiter
+from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import Mailer
 from pkgcat.store.payments import Payment, platform_for
-
-if TYPE_CHECKING:
-    from pkgcat.storage.redis.limiter import RedisLimiter
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -91,14 +87,15 @@ class Store:
         self,
         settings: Settings,
         served: ServedRepository,
+        engine: Callable[[], Engine],
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``engine``: the worker's engine, made at its first use (the caller disposes of it)."""
         assert settings.store_url is not None
         self.url = settings.store_url
         self.name = settings.store_name
-        self._database_url = settings.database_url
-        self._engine: Engine | None = None
+        self._engine = engine
         self._served = served
         self._mailer = Mailer(settings)
         self._platform = platform_for(settings)
@@ -107,28 +104,15 @@ class Store:
         self._code_seconds = settings.store_code_seconds
         self._clock = clock
         self._downloads_base = _downloads_base(settings)
-        self._limiter: WindowLimiter | RedisLimiter
-        if settings.shared_limit_url is None:
-            self._limiter = WindowLimiter(settings.store_code_limit)
-        else:
-            from pkgcat.storage.redis.limiter import RedisLimiter
-
-            self._limiter = RedisLimiter(
-                settings.shared_limit_url,
-                settings.store_code_limit,
-                settings.rate_limit_namespace,
-                kind="store-codes",
-                limits="limits on store sign-in codes",
-            )
+        self._limiter = open_code_limiter(settings)
 
     @property
     def test_mode(self) -> bool:
         return self._platform is not None and self._platform.name == "test"
 
     def engine(self) -> Engine:
-        if self._engine is None:  # made in the worker, after the fork
-            self._engine = engine_for(self._database_url)
-        return self._engine
+        """The worker's engine (:class:`pkgcat.storage.backends.WriteEngine`)."""
+        return self._engine()
 
     def now(self) -> int:
         return int(self._clock())
@@ -326,8 +310,6 @@ class Store:
 
     async def close(self) -> None:
         await self._limiter.close()
-        if self._engine is not None:
-            self._engine.dispose()
 
 
 def _stripe_effect(event: dict[str, Any], now: int) -> Callable[[Connection], object] | None:

@@ -64,7 +64,7 @@ class Managed:
         return self._parts
 
     def close(self) -> None:
-        """Close the manual sends' connections (the engine is the uploads' to dispose of)."""
+        """Close the manual sends' connections (the engine is the app's to dispose of)."""
         if self._parts is not None:
             self._parts[2].close()
 

@@ -1,8 +1,8 @@
-"""The catalogue reader and its pushed change feed on PostgreSQL.
+"""The catalogue's executor and its pushed change feed on PostgreSQL.
 
-Reads are single statements on pooled asyncpg connections (one round trip
-each). A buyers page reads its total and its slice in one REPEATABLE READ
-transaction, so the two agree.
+The reads themselves are :mod:`pkgcat.storage.reads`'s, the same on every database: here
+they are single statements on pooled asyncpg connections (one round trip each). A buyers
+page reads its total and its slice in one REPEATABLE READ transaction, so the two agree.
 
 The change feed listens on the ``pkgcat_catalogue`` channel: migration 0004
 makes every change of the catalogue generation send it with the new value,
@@ -16,14 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
-from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
-from pkgcat.storage import rows, seller_rows
-from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
+from pkgcat.storage import rows
 from pkgcat.storage.postgres.connection import PostgresDatabase
 from pkgcat.storage.postgres.counter import DOWNLOADS_CHANNEL
 
@@ -32,18 +30,15 @@ log = logging.getLogger("pkgcat.storage.postgres")
 CHANNEL = "pkgcat_catalogue"
 """The NOTIFY channel of catalogue generation changes (migration 0004)."""
 
-_FIND_KEY = rows.numbered(rows.FIND_KEY)
-_PACKAGE = rows.numbered(rows.PACKAGE)
-_BUYERS_COUNT = rows.numbered(rows.BUYERS_COUNT)
-_STREAMS = {key: rows.numbered(sql) for key, sql in rows.STREAMS.items()}
-_KEY_STREAMS = {key: rows.numbered(sql) for key, sql in rows.KEY_STREAMS.items()}
-_SECRET = rows.numbered(seller_rows.SECRET)
+_NUMBERED: dict[str, str] = {}
 
 
-@functools.lru_cache(maxsize=128)
 def _numbered(sql: str) -> str:
-    """A seller query (made from constants, a few dozen in all) with PostgreSQL's parameters."""
-    return rows.numbered(sql)
+    """A statement (made from constants, a few dozen in all) with PostgreSQL's parameters."""
+    numbered = _NUMBERED.get(sql)
+    if numbered is None:
+        numbered = _NUMBERED[sql] = rows.numbered(sql)
+    return numbered
 
 
 class PostgresChanges:
@@ -160,161 +155,38 @@ class PostgresChanges:
         await self._database.close()
 
 
-class PostgresCatalogue:
-    """:class:`~pkgcat.storage.interfaces.CatalogueReader` on PostgreSQL."""
+def _holds_nul(parameters: tuple[object, ...]) -> bool:
+    return any(isinstance(value, str) and "\x00" in value for value in parameters)
 
-    def __init__(self, database: PostgresDatabase) -> None:
+
+class PostgresExecutor:
+    """:class:`~pkgcat.storage.interfaces.Executor` on PostgreSQL: each statement one round
+    trip on a pooled asyncpg connection (``?`` parameters numbered once per statement), a
+    snapshot one read-only REPEATABLE READ transaction on one connection."""
+
+    collate = ' COLLATE "C"'  # identifiers compared byte by byte, as on SQLite
+
+    def __init__(self, database: PostgresDatabase, connection: Any = None) -> None:
         self._database = database
+        self._connection = connection  # inside a snapshot; else each statement takes the pool
 
-    async def generation(self) -> int:
-        pool = await self._database.pool()
-        value = await pool.fetchval(rows.GENERATION)
-        return -1 if value is None else int(value)
-
-    async def latest_generation(self) -> int:
-        return await self.generation()
-
-    async def find_key(self, key_hash: str) -> KeyRecord | None:
-        pool = await self._database.pool()
-        row = await pool.fetchrow(_FIND_KEY, key_hash)
-        return None if row is None else rows.key_record(row)
-
-    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:  # noqa: ARG002 - always read
-        if "\x00" in package_id:  # PostgreSQL text cannot hold it: no package is named so
+    async def row(self, sql: str, parameters: tuple[object, ...] = ()) -> Any:
+        if _holds_nul(parameters):  # PostgreSQL text cannot hold it: nothing stored is so
             return None
-        pool = await self._database.pool()
-        row = await pool.fetchrow(_PACKAGE, package_id)
-        return None if row is None else rows.package(row)
+        runner = self._connection if self._connection is not None else await self._database.pool()
+        return await runner.fetchrow(_numbered(sql), *parameters)
 
-    async def buyers(
-        self,
-        package_row_id: int,
-        source_id: int,
-        limit: int,
-        offset: int,
-        hint: BuyersHint | None = None,
-    ) -> BuyersSlice:
-        pool = await self._database.pool()
-        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            value = await db.fetchval(rows.GENERATION)
-            generation = -1 if value is None else int(value)
-            if hint is not None and hint.generation != generation:
-                hint = None  # read in another snapshot: nothing of it can be trusted
-            total = hint.total if hint is not None else None
-            if total is None:
-                total = int(await db.fetchval(_BUYERS_COUNT, package_row_id, source_id))
-            if offset >= total:
-                return BuyersSlice(generation, total, [])
-            start, after = 0, None
-            if hint is not None and hint.after is not None and hint.position <= offset:
-                start, after = hint.position, hint.after
-            wanted = offset - start + limit
-            streams = [
-                await db.fetch(
-                    _STREAMS[(where, after is not None)],
-                    ident,
-                    *rows.seek_parameters(after),
-                    wanted,
-                )
-                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
-            ]
-        page = rows.merged_page(streams, offset - start, limit)
-        return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
-
-    async def buyer_marks(
-        self, package_row_id: int, source_id: int, every: int
-    ) -> tuple[int, list[BuyerKey]]:
-        pool = await self._database.pool()
-        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            value = await db.fetchval(rows.GENERATION)
-            streams = [
-                await db.fetch(_KEY_STREAMS[where], ident, rows.ALL)
-                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
-            ]
-        return (-1 if value is None else int(value)), rows.marks(streams, every)
-
-    async def buyers_after(
-        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
-    ) -> BuyersSlice:
-        pool = await self._database.pool()
-        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            value = await db.fetchval(rows.GENERATION)
-            total = int(await db.fetchval(_BUYERS_COUNT, package_row_id, source_id))
-            streams = [
-                await db.fetch(
-                    _STREAMS[(where, after is not None)],
-                    ident,
-                    *rows.seek_parameters(after),
-                    limit,
-                )
-                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
-            ]
-        page = rows.merged_page(streams, 0, limit)
-        generation = -1 if value is None else int(value)
-        return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
-
-    async def source_packages(
-        self,
-        source_id: int,
-        limit: int,
-        after: str | None,
-        *,
-        paid: bool | None = None,
-        online: bool | None = None,
-    ) -> list[Package]:
-        if after is not None and "\x00" in after:  # PostgreSQL text cannot hold it
+    async def rows(self, sql: str, parameters: tuple[object, ...] = ()) -> Any:
+        if _holds_nul(parameters):
             return []
-        # Identifiers compared byte by byte, as on SQLite, whatever the database's collation.
-        sql, parameters = seller_rows.source_packages(
-            source_id, limit, after, paid, online, ' COLLATE "C"'
-        )
-        pool = await self._database.pool()
-        return [rows.package(row) for row in await pool.fetch(_numbered(sql), *parameters)]
+        runner = self._connection if self._connection is not None else await self._database.pool()
+        return await runner.fetch(_numbered(sql), *parameters)
 
-    async def ownership(
-        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
-    ) -> Ownership | None:
-        if "\x00" in value or (model is not None and "\x00" in model):
-            return None  # PostgreSQL text cannot hold it: no buyer is known so
-        sql, parameters = seller_rows.ownership(source_id, package_row_id, by, value, model)
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[PostgresExecutor]:
         pool = await self._database.pool()
-        row = await pool.fetchrow(_numbered(sql), *parameters)
-        return None if row is None else seller_rows.owned(row)
-
-    async def sales(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        limit: int,
-        after: BuyerKey | None,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[Sale]:
-        sql, parameters = seller_rows.sales(
-            source_id, first, end, limit, after, package_row_id, status
-        )
-        pool = await self._database.pool()
-        return [seller_rows.sale(row) for row in await pool.fetch(_numbered(sql), *parameters)]
-
-    async def sales_totals(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[SalesTotal]:
-        sql, parameters = seller_rows.sales_totals(source_id, first, end, package_row_id, status)
-        pool = await self._database.pool()
-        return seller_rows.totals(await pool.fetch(_numbered(sql), *parameters))
-
-    async def secret(self, name: str) -> str | None:
-        pool = await self._database.pool()
-        value = await pool.fetchval(_SECRET, name)
-        return None if value is None else str(value)
+        async with pool.acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
+            yield PostgresExecutor(self._database, db)
 
     async def close(self) -> None:
         await self._database.close()

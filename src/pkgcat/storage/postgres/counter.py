@@ -112,8 +112,6 @@ UPDATE secret_keys SET last_used_at = used.at
 FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
 WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
 """
-_USAGE = rows.numbered(rows.USAGE)
-_DOWNLOADS = rows.numbered(rows.DOWNLOADS)
 _DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
 _LANDED = Counted(1, -1)
 """What a download's waiter gets once its batch has landed."""
@@ -140,9 +138,6 @@ class Batch(NamedTuple):
 
 class TooLate(TimeoutError):
     """A batch reached the database after its cutoff: nothing of it was counted."""
-
-
-_USAGE_OPERATIONS = rows.numbered(rows.USAGE_OPERATIONS)
 
 
 class PostgresCounter:
@@ -177,27 +172,6 @@ class PostgresCounter:
     def pending_counts(self) -> int:
         """Counts waiting for their commit: the batch in flight and the one queued behind it."""
         return self._flying + len(self._waiters)
-
-    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
-        pool = await self._database.pool()
-        found = await pool.fetch(_USAGE, application_id, first.isoformat(), last.isoformat())
-        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
-
-    async def operations(
-        self, application_id: int, first: date, last: date
-    ) -> dict[date, dict[str, int]]:
-        pool = await self._database.pool()
-        found = await pool.fetch(
-            _USAGE_OPERATIONS, application_id, first.isoformat(), last.isoformat()
-        )
-        return rows.operations_by_day(found)
-
-    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
-        if "\x00" in package:  # as in downloads_total
-            return {}
-        pool = await self._database.pool()
-        found = await pool.fetch(_DOWNLOADS, package, first.isoformat(), last.isoformat())
-        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
     async def downloads_total(self, package: str) -> int:
         known = self._totals.get(package)

@@ -1,17 +1,17 @@
-"""The catalogue reader and change feed on SQLite (:mod:`pkgcat.storage.interfaces`).
+"""The catalogue's executor and change feed on SQLite (:mod:`pkgcat.storage.interfaces`).
 
-No caching here: :class:`pkgcat.storage.cache.CachedCatalogue` wraps this
-reader. A read that must agree with itself (a buyers page and its total) runs
-in one read transaction, which SQLite's WAL mode serves from one snapshot.
+The reads themselves are :mod:`pkgcat.storage.reads`'s, the same on every database. A read
+that must agree with itself (a buyers page and its total) runs in one read transaction,
+which SQLite's WAL mode serves from one snapshot.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
-from pkgcat.storage import rows, seller_rows
-from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice
+from pkgcat.storage import rows
 from pkgcat.storage.sqlite.connection import SqliteDatabase
 
 
@@ -55,154 +55,35 @@ class SqliteChanges:
         self._database.close()
 
 
-class SqliteCatalogue:
-    """:class:`~pkgcat.storage.interfaces.CatalogueReader` on one SQLite file."""
+class SqliteExecutor:
+    """:class:`~pkgcat.storage.interfaces.Executor` on one SQLite file: ``sqlite3`` called on
+    the event loop's thread (a statement takes microseconds; a thread hop would cost more).
+
+    No method ever suspends, so a :meth:`snapshot` runs whole between two turns of the
+    event loop, and nothing else of the worker runs on the connection in the middle of it.
+    """
+
+    collate = ""  # SQLite compares text byte by byte already
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._database = database
 
-    @property
-    def _db(self) -> sqlite3.Connection:
-        return self._database.db
+    async def row(self, sql: str, parameters: tuple[object, ...] = ()) -> sqlite3.Row | None:
+        found: sqlite3.Row | None = self._database.db.execute(sql, parameters).fetchone()
+        return found
 
-    async def generation(self) -> int:
-        return read_generation(self._db)
+    async def rows(self, sql: str, parameters: tuple[object, ...] = ()) -> list[sqlite3.Row]:
+        return self._database.db.execute(sql, parameters).fetchall()
 
-    async def latest_generation(self) -> int:
-        return await self.generation()
-
-    async def find_key(self, key_hash: str) -> KeyRecord | None:
-        row = self._db.execute(rows.FIND_KEY, (key_hash,)).fetchone()
-        return None if row is None else rows.key_record(row)
-
-    async def package(self, package_id: str, *, fresh: bool = False) -> Package | None:  # noqa: ARG002 - always read
-        row = self._db.execute(rows.PACKAGE, (package_id,)).fetchone()
-        return None if row is None else rows.package(row)
-
-    async def buyers(
-        self,
-        package_row_id: int,
-        source_id: int,
-        limit: int,
-        offset: int,
-        hint: BuyersHint | None = None,
-    ) -> BuyersSlice:
-        db = self._db
-        # One read transaction: the generation, the total and the page all come
-        # from the same snapshot, so the total and the page agree.
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[SqliteExecutor]:
+        # One read transaction: WAL mode serves all its statements from one snapshot.
+        db = self._database.db
         db.execute("BEGIN")
         try:
-            generation = read_generation(db)
-            if hint is not None and hint.generation != generation:
-                hint = None  # read in another snapshot: nothing of it can be trusted
-            total = hint.total if hint is not None else None
-            if total is None:
-                total = int(
-                    db.execute(rows.BUYERS_COUNT, (package_row_id, source_id)).fetchone()[0]
-                )
-            if offset >= total:
-                return BuyersSlice(generation, total, [])
-            start, after = 0, None
-            if hint is not None and hint.after is not None and hint.position <= offset:
-                start, after = hint.position, hint.after
-            wanted = offset - start + limit
-            streams = [
-                db.execute(
-                    rows.STREAMS[(where, after is not None)],
-                    (ident, *rows.seek_parameters(after), wanted),
-                )
-                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
-            ]
-            page = rows.merged_page(streams, offset - start, limit)
-            return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
+            yield self
         finally:
             db.execute("COMMIT")
-
-    async def buyer_marks(
-        self, package_row_id: int, source_id: int, every: int
-    ) -> tuple[int, list[BuyerKey]]:
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            generation = read_generation(db)
-            streams = [
-                db.execute(rows.KEY_STREAMS[where], (ident, rows.ALL))
-                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
-            ]
-            return generation, rows.marks(streams, every)
-        finally:
-            db.execute("COMMIT")
-
-    async def buyers_after(
-        self, package_row_id: int, source_id: int, limit: int, after: BuyerKey | None
-    ) -> BuyersSlice:
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            generation = read_generation(db)
-            total = int(db.execute(rows.BUYERS_COUNT, (package_row_id, source_id)).fetchone()[0])
-            streams = [
-                db.execute(
-                    rows.STREAMS[(where, after is not None)],
-                    (ident, *rows.seek_parameters(after), limit),
-                )
-                for where, ident in ((rows.OWN, package_row_id), (rows.SOURCE_WIDE, source_id))
-            ]
-            page = rows.merged_page(streams, 0, limit)
-            return BuyersSlice(generation, total, [rows.purchase(row) for row in page])
-        finally:
-            db.execute("COMMIT")
-
-    async def source_packages(
-        self,
-        source_id: int,
-        limit: int,
-        after: str | None,
-        *,
-        paid: bool | None = None,
-        online: bool | None = None,
-    ) -> list[Package]:
-        sql, parameters = seller_rows.source_packages(source_id, limit, after, paid, online)
-        return [rows.package(row) for row in self._db.execute(sql, parameters)]
-
-    async def ownership(
-        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
-    ) -> Ownership | None:
-        sql, parameters = seller_rows.ownership(source_id, package_row_id, by, value, model)
-        row = self._db.execute(sql, parameters).fetchone()
-        return None if row is None else seller_rows.owned(row)
-
-    async def sales(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        limit: int,
-        after: BuyerKey | None,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[Sale]:
-        sql, parameters = seller_rows.sales(
-            source_id, first, end, limit, after, package_row_id, status
-        )
-        return [seller_rows.sale(row) for row in self._db.execute(sql, parameters)]
-
-    async def sales_totals(
-        self,
-        source_id: int,
-        first: int,
-        end: int,
-        *,
-        package_row_id: int | None = None,
-        status: str | None = None,
-    ) -> list[SalesTotal]:
-        sql, parameters = seller_rows.sales_totals(source_id, first, end, package_row_id, status)
-        return seller_rows.totals(self._db.execute(sql, parameters))
-
-    async def secret(self, name: str) -> str | None:
-        row = self._db.execute(seller_rows.SECRET, (name,)).fetchone()
-        return None if row is None else str(row["value"])
 
     async def close(self) -> None:
         self._database.close()

@@ -8,7 +8,8 @@ right after. While another connection holds the write lock (another worker's
 commit, an import's short write transactions), the commit is retried without
 blocking the loop, for up to ``busy_budget`` seconds; then the waiting
 requests fail (code 15). Every worker commits to the same file, so
-:meth:`~SqliteCounter.usage` read by any worker includes every worker's counts.
+a usage read by any worker (:meth:`pkgcat.storage.reads.Catalogue.usage`) includes every
+worker's counts.
 
 A request cancelled before its commit (answered 503 at its deadline) is left
 out of it; one cancelled just after, or answered 503 for a later failure, is
@@ -129,26 +130,6 @@ class SqliteCounter:
     def pending_counts(self) -> int:
         """Counts waiting for their commit (more than a turn's worth while the file is busy)."""
         return len(self._waiters)
-
-    async def usage(self, application_id: int, first: date, last: date) -> dict[date, int]:
-        found = self._database.db.execute(
-            rows.USAGE, (application_id, first.isoformat(), last.isoformat())
-        ).fetchall()
-        return {date.fromisoformat(row["day"]): row["count"] for row in found}
-
-    async def operations(
-        self, application_id: int, first: date, last: date
-    ) -> dict[date, dict[str, int]]:
-        found = self._database.db.execute(
-            rows.USAGE_OPERATIONS, (application_id, first.isoformat(), last.isoformat())
-        ).fetchall()
-        return rows.operations_by_day(found)
-
-    async def downloads(self, package: str, first: date, last: date) -> dict[date, int]:
-        found = self._database.db.execute(
-            rows.DOWNLOADS, (package, first.isoformat(), last.isoformat())
-        ).fetchall()
-        return {date.fromisoformat(row["day"]): int(row["count"]) for row in found}
 
     async def downloads_total(self, package: str) -> int:
         # Kept for TOTALS_FOR seconds (a read costs more than the rest of a cached details

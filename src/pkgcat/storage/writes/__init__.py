@@ -10,8 +10,8 @@
 - :mod:`~pkgcat.storage.writes.bulk`: many rows through one statement;
 - :mod:`~pkgcat.storage.writes.outbox`: webhook events, in the transaction of their change.
 
-:mod:`pkgcat.ingest` reads, verifies and parses; it writes nothing itself.
-The submodules are not imported here, so that importing one of them does not
-pull in the others (``operator`` depends on the validation of
-:mod:`pkgcat.ingest.operator_data`).
+:mod:`pkgcat.ingest` reads, verifies and parses, and hands what it checked to these
+modules (``operator`` imports nothing of it: it is given the validation of
+:mod:`pkgcat.ingest.operator_data` to run in its transaction). The submodules are not
+imported here, so that importing one of them does not pull in the others.
 """

@@ -1,8 +1,8 @@
 """Writing the operator's purchases, statistics and prices: one transaction per file.
 
 The transaction opens first, the rows are validated against the catalogue as
-it is inside it (:mod:`pkgcat.ingest.operator_data`), and only a file without
-a single problem is written. Validation only reads: the database's write lock
+it is inside it (by the caller's ``validate``: :mod:`pkgcat.ingest.operator_data`'s,
+which passes it here), and only a file without a single problem is written. Validation only reads: the database's write lock
 is taken by the first write, after it, and held for the writes alone.
 Purchases are keyed by ``txn_id``: a purchase already recorded with the same
 details is left alone, one recorded with other details (a refund changing its
@@ -15,17 +15,15 @@ its account and model unless the file gives others.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import partial
-from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Engine, and_, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
-from pkgcat.ingest import operator_data as data
+from pkgcat.domain import Scope
 from pkgcat.storage import schema as t
 from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.bulk import executemany, update_rows
@@ -40,6 +38,75 @@ _DEVICE_KEY = ("source_id", "udid", "nickname")
 _DEVICE_DETAILS = ("account", "device_model")
 _CHUNK = 500
 """Identifiers per ``IN (...)`` lookup: well under every database's parameter limit."""
+
+
+RowT = TypeVar("RowT")
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRef:
+    """A package as the checks see it: its row id, its source's, and whether it is free."""
+
+    id: int
+    source_id: int
+    free: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    """What validation checks rows against: packages and sources, by name."""
+
+    packages: Mapping[str, PackageRef]
+    sources: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Checked(Generic[RowT]):
+    """The rows of a file without problems, and the columns of the file that were not read."""
+
+    rows: list[RowT]
+    ignored: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PurchaseRow:
+    line: int
+    source_id: int
+    package_id: int | None
+    allowed_for: Scope
+    nickname: str
+    status: str
+    total: str
+    commission: str
+    currency: str
+    purchased_at: int
+    txn_id: str
+    profile_url: str
+    payment_platform: str
+    account: str | None = None
+    udid: str | None = None
+    device_model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRow:
+    line: int
+    package_id: int
+    total_download: int
+    total_votes: int
+    total_value_votes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PriceRow:
+    line: int
+    package_id: int
+    price: str
+    currency: str
+
+
+Validate = Callable[[Catalogue], Checked[RowT]]
+"""A file's validation against the catalogue as the write's transaction sees it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +134,11 @@ def _free(price: str | None, commercial: bool) -> bool:
     return Decimal(price) == 0 if price is not None else not commercial
 
 
-def _catalogue(db: Connection) -> data.Catalogue:
+def _catalogue(db: Connection) -> Catalogue:
     p, s = t.packages, t.sources
-    return data.Catalogue(
+    return Catalogue(
         packages={
-            row.package: data.PackageRef(row.id, row.source_id, _free(row.price, row.commercial))
+            row.package: PackageRef(row.id, row.source_id, _free(row.price, row.commercial))
             for row in db.execute(
                 select(p.c.package, p.c.id, p.c.source_id, p.c.price, p.c.commercial)
             )
@@ -87,12 +154,12 @@ def _in_chunks(keys: list[Any], fetch: Callable[[list[Any]], Any]) -> list[Any]:
     return found
 
 
-def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
-    """Validate every purchase of ``path``, then add the new ones and update the changed ones."""
+def write_purchases(engine: Engine, validate: Validate[PurchaseRow]) -> Written:
+    """Validate every purchase of a file, then add the new ones and update the changed ones."""
     p = t.purchases
     with engine.begin() as db:
         catalogue = _catalogue(db)
-        checked = data.purchases(path, catalogue, delimiter=delimiter)
+        checked = validate(catalogue)
         rows = checked.rows
         stored = {
             row.txn_id: tuple(row)[1:]
@@ -107,7 +174,7 @@ def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None
         }
         added: list[tuple[Any, ...]] = []
         changed: list[tuple[Any, ...]] = []
-        sales: list[data.PurchaseRow] = []
+        sales: list[PurchaseRow] = []
         for row in rows:
             values = tuple(getattr(row, f) for f in _PURCHASE_FIELDS)
             before = stored.get(row.txn_id)
@@ -127,7 +194,7 @@ def import_purchases(engine: Engine, path: Path, *, delimiter: str | None = None
     return Written(len(rows), len(added), len(changed), unchanged, checked.ignored)
 
 
-def _emit_sales(db: Connection, sales: list[data.PurchaseRow], catalogue: data.Catalogue) -> None:
+def _emit_sales(db: Connection, sales: list[PurchaseRow], catalogue: Catalogue) -> None:
     """A sale event for each purchase added, and for each whose status changed (a refund...)."""
     heard = outbox.listening(db, {row.source_id for row in sales})
     if not heard:
@@ -157,7 +224,7 @@ def _emit_sales(db: Connection, sales: list[data.PurchaseRow], catalogue: data.C
     outbox.emit(db, events, now=int(time.time()))
 
 
-def _register_devices(db: Connection, rows: list[data.PurchaseRow]) -> None:
+def _register_devices(db: Connection, rows: list[PurchaseRow]) -> None:
     """Register each device the purchases name for its buyer (one buyer may have several)."""
     d = t.buyer_devices
     wanted: dict[tuple[Any, ...], tuple[str | None, str | None]] = {}
@@ -201,16 +268,11 @@ def _register_devices(db: Connection, rows: list[data.PurchaseRow]) -> None:
     )
 
 
-def _set_columns(
-    engine: Engine,
-    path: Path,
-    validate: Callable[[Path, data.Catalogue], data.Checked[Any]],
-    columns: tuple[str, ...],
-) -> Written:
+def _set_columns(engine: Engine, validate: Validate[Any], columns: tuple[str, ...]) -> Written:
     """Set ``columns`` of each package the file names to the row's values."""
     p = t.packages
     with engine.begin() as db:
-        checked = validate(path, _catalogue(db))
+        checked = validate(_catalogue(db))
         rows = checked.rows
         current = {
             row.id: tuple(row)[1:]
@@ -230,14 +292,12 @@ def _set_columns(
     return Written(len(rows), 0, len(changed), len(rows) - len(changed), checked.ignored)
 
 
-def import_stats(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
+def write_stats(engine: Engine, validate: Validate[StatsRow]) -> Written:
     """Set the download and vote counts of each package the file names."""
     columns = ("total_download", "total_votes", "total_value_votes")
-    return _set_columns(engine, path, partial(data.stats, delimiter=delimiter), columns)
+    return _set_columns(engine, validate, columns)
 
 
-def import_prices(engine: Engine, path: Path, *, delimiter: str | None = None) -> Written:
+def write_prices(engine: Engine, validate: Validate[PriceRow]) -> Written:
     """Set the price and currency of each package the file names."""
-    return _set_columns(
-        engine, path, partial(data.prices, delimiter=delimiter), ("price", "currency")
-    )
+    return _set_columns(engine, validate, ("price", "currency"))
