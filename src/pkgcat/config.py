@@ -213,6 +213,10 @@ class Settings(BaseSettings):
         default=None,
         description="Directory of the stored .deb files when no S3 bucket is set; default: `blobs` beside the SQLite file (on PostgreSQL: `./pkgcat-blobs`).",
     )
+    index_dir: str | None = Field(
+        default=None,
+        description="Directory of the served repository's large index files, sent from disk; default: `indexes` beside the SQLite file (on PostgreSQL: `./pkgcat-indexes`).",
+    )
     s3_bucket: str | None = Field(
         default=None,
         description="S3 bucket of the stored .deb files (needs `pkgcat[s3]`); when set, it is used instead of the directory.",

@@ -25,7 +25,7 @@ from pkgcat.repository.keys import download_key
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
-from tests.repository.conftest import Publisher
+from tests.repository.conftest import Publisher, get_scope
 from tests.repository.test_served import (
     PASSPHRASE,
     _filenames,
@@ -231,14 +231,8 @@ def test_the_last_byte_waits_for_the_count_and_a_client_gone_is_not_counted(
             events.append(("body", len(body)))
 
     async def drive() -> None:
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": path,
-            "root_path": "/repo",
-            "headers": [],
-            "query_string": b"",
-        }
+        scope = get_scope(path)
+        del scope["extensions"]  # streamed, as a server without the extension has it
         await repository(scope, receive, send)
 
     repository.on_download = count

@@ -31,7 +31,7 @@ from pkgcat.storage.engine import engine_for
 from tests.backends import unavailable
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
-from tests.repository.conftest import Publisher
+from tests.repository.conftest import Publisher, get_scope
 from tests.seaweed import S3Server
 
 DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
@@ -222,6 +222,61 @@ def test_indexes_answer_conditional_requests(repo: Api) -> None:
     earlier = format_datetime(parsedate_to_datetime(modified) - timedelta(seconds=60), usegmt=True)
     assert fetch(repo, "/repo/InRelease", **{"If-Modified-Since": earlier}).status_code == 200
     assert fetch(repo, "/repo/Packages.gz", **{"If-None-Match": '"other"'}).status_code == 200
+
+
+def _drive(api: Api, path: str, **headers: str) -> list[dict[str, Any]]:
+    """The messages the repository app sends for a GET, driven as a server that offers
+    ``http.response.pathsend`` drives it (the test client offers no extension)."""
+    repository = _repository_app(api)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def drive() -> None:
+        await repository(get_scope(path, **headers), receive, send)
+
+    api.http.portal.call(drive)  # type: ignore[union-attr]
+    return sent
+
+
+def test_a_large_index_is_sent_from_its_file_on_disk_when_the_server_can(
+    make_api: AppFactory, published: dict[str, Path], cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    indexes = tmp_path / "indexes"
+    api = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        repository_passphrase=PASSPHRASE,
+        index_dir=str(indexes),
+    )
+    _repository_app(api).served.directory.smallest = 1000  # these indexes are small
+    packages = fetch(api, "/repo/Packages.gz")  # no extension here: from memory
+    release = Release(fetch(api, "/repo/Release").text)
+    [digest] = [e["sha256"] for e in release["SHA256"] if e["name"] == "Packages"]
+    for path in ("/repo/Packages", f"/repo/by-hash/SHA256/{digest}"):
+        start, body = _drive(api, path)
+        assert start["status"] == 200
+        assert body["type"] == "http.response.pathsend"
+        sent = Path(body["path"])
+        assert sent.parent == indexes
+        assert hashlib.sha256(sent.read_bytes()).hexdigest() == digest
+        assert dict(start["headers"])[b"content-length"] == str(sent.stat().st_size).encode()
+    start, body = _drive(api, "/repo/Packages.gz")
+    assert Path(body["path"]).read_bytes() == packages.content
+    # A conditional request is still answered 304, without a body.
+    etag = packages.headers["etag"]
+    start, body = _drive(api, "/repo/Packages.gz", **{"If-None-Match": etag})
+    assert (start["status"], body) == (304, {"type": "http.response.body", "body": b""})
+    # Small files, and a file that has gone from the disk, are sent from memory.
+    assert _drive(api, "/repo/depictions/com.alpha.free.json")[1]["type"] == "http.response.body"
+    Path(_drive(api, "/repo/Packages.gz")[1]["path"]).unlink()
+    assert _drive(api, "/repo/Packages.gz")[1] == {
+        "type": "http.response.body",
+        "body": packages.content,
+    }
 
 
 def wait_for(check: Callable[[], bool], what: str) -> None:

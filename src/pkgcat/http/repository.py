@@ -1,8 +1,11 @@
 """The served APT repository under ``/repo/``: indexes, depictions, the icon, and .deb files.
 
 A plain ASGI app (mounted by the site), kept off Starlette's request objects:
-an index is a lookup in the worker's prebuilt set (bytes in memory, with their
-ETag and Last-Modified), so a request costs a dict lookup and two messages.
+an index is a lookup in the worker's prebuilt set (bytes in memory, with the
+headers of its answers made at its build), so a request costs a dict lookup and
+two messages. A large index (``Packages``) is also a file of the index directory
+(:mod:`pkgcat.repository.ondisk`), which a server offering ``http.response.pathsend``
+sends from disk, as it sends static files.
 
 Paths, under ``/repo/`` (the whole catalogue) and ``/repo/sources/NAME/`` (one
 source's packages): ``Packages[.gz|.xz|.bz2|.zst]``, ``Release``, ``InRelease``,
@@ -26,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
@@ -38,7 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from pkgcat.http.asgi import matches
 from pkgcat.repository.grants import GrantRefused
-from pkgcat.repository.indexes import IndexFile, IndexSet, PoolEntry, entity_tag
+from pkgcat.repository.indexes import IMMUTABLE, IndexFile, IndexSet, PoolEntry, entity_tag
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage.store import device_owns
 
@@ -47,10 +51,6 @@ log = logging.getLogger("pkgcat.repository")
 DEB = "application/vnd.debian.binary-package"
 _POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
-INDEX_CACHE = "public, max-age=0, must-revalidate"
-"""Indexes change with the catalogue: a cache keeps them but asks again (ETag) before each use."""
-IMMUTABLE = "public, max-age=31536000, immutable"
-"""By-hash indexes and free .debs: the same path always names the same bytes."""
 
 DownloadHook = Callable[[PoolEntry, int], Awaitable[None]]
 """Told of each whole download (see :meth:`RepositoryApp._deb`) with 1, awaited before it
@@ -88,7 +88,7 @@ class RepositoryApp:
         self.on_download = on_download
         self.zero_copy = zero_copy
         icon = _icon()
-        self._icon = (icon, entity_tag(icon))
+        self._icon = IndexFile(icon, "image/png", entity_tag(icon), _EPOCH)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
@@ -128,14 +128,14 @@ class RepositoryApp:
             await _plain(send, 200, self._payment_endpoint)
             return
         if rest == "CydiaIcon.png":
-            body, tag = self._icon
-            await _index(send, method, headers, IndexFile(body, "image/png", tag, _EPOCH))
+            await _index(send, method, headers, self._icon, False)
             return
         found = served.files.get(prefix + rest) if not rest.startswith("depictions/") else None
         if found is None and rest.startswith("depictions/"):
             found = served.files.get(rest)
         if found is not None:
-            await _index(send, method, headers, found)
+            from_disk = "http.response.pathsend" in scope.get("extensions", {})
+            await _index(send, method, headers, found, from_disk)
             return
         pool = _POOL.fullmatch(rest)
         entry = _entry(served, pool, prefix)
@@ -380,7 +380,7 @@ def _not_modified(headers: dict[bytes, bytes], index: IndexFile) -> bool:
     """RFC 9110 13.1: If-None-Match decides when given; else If-Modified-Since (seconds)."""
     if_none_match = headers.get(b"if-none-match")
     if if_none_match is not None:
-        return matches(if_none_match, index.etag.encode())
+        return matches(if_none_match, index.tag)
     since = headers.get(b"if-modified-since")
     if since is None:
         return False
@@ -388,23 +388,30 @@ def _not_modified(headers: dict[bytes, bytes], index: IndexFile) -> bool:
         when = parsedate_to_datetime(since.decode("latin-1"))
     except (TypeError, ValueError):
         return False
-    return when.tzinfo is not None and int(index.modified.timestamp()) <= int(when.timestamp())
+    return when.tzinfo is not None and index.since <= int(when.timestamp())
 
 
-async def _index(send: Send, method: str, headers: dict[bytes, bytes], index: IndexFile) -> None:
-    common = [
-        (b"etag", index.etag.encode()),
-        (b"last-modified", format_datetime(index.modified, usegmt=True).encode()),
-        (b"cache-control", (IMMUTABLE if index.immutable else INDEX_CACHE).encode()),
-    ]
+async def _index(
+    send: Send, method: str, headers: dict[bytes, bytes], index: IndexFile, from_disk: bool
+) -> None:
+    """An index: 304, or 200 with its headers made at its build; its body from its file on
+    disk (sent by the server) when ``from_disk`` and the file is there, else from memory."""
     if _not_modified(headers, index):
-        await send({"type": "http.response.start", "status": 304, "headers": common})
+        await send({"type": "http.response.start", "status": 304, "headers": [*index.unchanged]})
         await send({"type": "http.response.body", "body": b""})
         return
-    out = [
-        (b"content-type", index.media_type.encode()),
-        (b"content-length", str(len(index.body)).encode()),
-        *common,
-    ]
-    await send({"type": "http.response.start", "status": 200, "headers": out})
-    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else index.body})
+    await send({"type": "http.response.start", "status": 200, "headers": [*index.headers]})
+    if method == "HEAD":
+        await send({"type": "http.response.body", "body": b""})
+    elif from_disk and index.path is not None and _is_file(index.path):
+        await send({"type": "http.response.pathsend", "path": index.path})
+    else:
+        await send({"type": "http.response.body", "body": index.body})
+
+
+def _is_file(path: str) -> bool:
+    """Whether the file is there (a stat: a microsecond, against milliseconds to send it)."""
+    try:
+        return os.stat(path).st_size >= 0
+    except OSError:
+        return False

@@ -78,14 +78,50 @@ HASHES = (("MD5Sum", "md5"), ("SHA1", "sha1"), ("SHA256", "sha256"), ("SHA512", 
 SIGNED = "application/pgp-signature"
 
 
+INDEX_CACHE = "public, max-age=0, must-revalidate"
+"""Indexes change with the catalogue: a cache keeps them but asks again (ETag) before each use."""
+IMMUTABLE = "public, max-age=31536000, immutable"
+"""By-hash indexes and free .debs: the same path always names the same bytes."""
+
+
 @dataclass(frozen=True, slots=True)
 class IndexFile:
+    """One served file, with the headers of its answers made once (not on every request)."""
+
     body: bytes
     media_type: str
     etag: str
     modified: datetime
     immutable: bool = False
     """Named by its digest (by-hash): the same path always has the same bytes."""
+    path: str | None = None
+    """A file holding the same bytes, which the server may send from disk; None: none."""
+    since: int = field(init=False, repr=False, compare=False)
+    """``modified`` in whole seconds, as If-Modified-Since compares it."""
+    tag: bytes = field(init=False, repr=False, compare=False)
+    unchanged: tuple[tuple[bytes, bytes], ...] = field(init=False, repr=False, compare=False)
+    """The headers of a 304."""
+    headers: tuple[tuple[bytes, bytes], ...] = field(init=False, repr=False, compare=False)
+    """The headers of a 200."""
+
+    def __post_init__(self) -> None:
+        common = (
+            (b"etag", self.etag.encode()),
+            (b"last-modified", format_datetime(self.modified, usegmt=True).encode()),
+            (b"cache-control", (IMMUTABLE if self.immutable else INDEX_CACHE).encode()),
+        )
+        headers = (
+            (b"content-type", self.media_type.encode()),
+            (b"content-length", str(len(self.body)).encode()),
+            *common,
+        )
+        for name, value in (
+            ("since", int(self.modified.timestamp())),
+            ("tag", self.etag.encode()),
+            ("unchanged", common),
+            ("headers", headers),
+        ):
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True, slots=True)

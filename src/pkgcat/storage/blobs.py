@@ -99,14 +99,15 @@ class BlobStore(Protocol):
     async def close(self) -> None: ...
 
 
-def default_blob_dir(database_url: str) -> Path:
-    """The directory store's default: ``blobs`` beside the SQLite file, else ``./pkgcat-blobs``."""
+def default_blob_dir(database_url: str, name: str = "blobs") -> Path:
+    """The directory store's default: ``blobs`` beside the SQLite file, else ``./pkgcat-blobs``
+    (``name`` for another directory of the same kind: ``indexes``)."""
     from sqlalchemy.engine import make_url
 
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        return Path(url.database).resolve().parent / "blobs"
-    return Path("pkgcat-blobs").resolve()
+        return Path(url.database).resolve().parent / name
+    return Path(f"pkgcat-{name}").resolve()
 
 
 class DirectoryBlobs:
