@@ -408,6 +408,10 @@ class Settings(BaseSettings):
             _require(("stripe",), "stripe")
         return self
 
+    download_redirect: bool = Field(
+        default=False,
+        description="Answer a whole download of a free file of the S3 store with a redirect to a presigned address of its object, valid 5 minutes (the bucket's address must be reachable by clients); counted when redirected.",
+    )
     download_zero_copy: bool = Field(
         default=False,
         description="Send whole .deb files of the directory store from disk in one message (faster); a download its client cuts short is then counted too.",

@@ -420,6 +420,43 @@ def test_a_free_file_downloads_whole_and_by_range(
     assert reports == ["com.alpha.free"] * 2  # one that ends the file completes a download
 
 
+def test_with_redirects_a_whole_free_download_from_s3_goes_to_its_object_counted(
+    store_api: tuple[Api, dict[str, Path], list[str]], database_url: str
+) -> None:
+    api, files, reports = store_api
+    repository = _repository_app(api)
+    repository.redirect = True  # as PKGCAT_DOWNLOAD_REDIRECT sets it (the apt test's S3 way)
+    store = "s3" if repository.served.blobs.name.startswith("s3") else "directory"
+    names = _filenames(api)
+    path, data = "/repo/" + names["com.alpha.free"], files["free"].read_bytes()
+    whole = api.http.get(path, follow_redirects=False)
+    if store == "s3":
+        assert whole.status_code == 302
+        assert whole.headers["cache-control"] == "no-store"
+        location = whole.headers["location"]
+        assert "X-Amz-Expires=300" in location  # presigned for minutes, not for ever
+        assert reports == ["com.alpha.free"]  # counted when redirected
+        assert httpx.get(location, timeout=10).content == data
+    else:  # the directory store has no address to send a client to: served here
+        assert whole.status_code == 200
+        assert whole.content == data
+        assert reports == ["com.alpha.free"]
+    # A range is still served here, and counted when it ends the file.
+    rest = api.http.get(path, headers={"Range": f"bytes={len(data) - 10}-"})
+    assert (rest.status_code, rest.content) == (206, data[-10:])
+    assert reports == ["com.alpha.free"] * 2
+    # A paid file is never redirected: its download URL is good for one download.
+    paid = "/repo/" + names["com.alpha.paid"]
+    engine = engine_for(database_url)
+    try:
+        grants = Grants(download_key(engine, PASSPHRASE), 120)
+    finally:
+        engine.dispose()
+    answer = api.http.get(grants.make(paid, int(time.time())), follow_redirects=False)
+    assert answer.status_code == 200
+    assert answer.content == files["paid"].read_bytes()
+
+
 def test_a_paid_file_needs_a_signed_single_use_url(
     store_api: tuple[Api, dict[str, Path], list[str]], database_url: str
 ) -> None:

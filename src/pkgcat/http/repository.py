@@ -52,6 +52,9 @@ DEB = "application/vnd.debian.binary-package"
 _POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
+REDIRECT_SECONDS = 300
+"""How long a download's presigned address lasts (apt fetches it at once)."""
+
 DownloadHook = Callable[[PoolEntry, int], Awaitable[None]]
 """Told of each whole download (see :meth:`RepositoryApp._deb`) with 1, awaited before it
 completes, and with -1 when a file counted before it went out failed to go; raises when
@@ -75,11 +78,14 @@ class RepositoryApp:
         on_download: DownloadHook = ignore_download,
         *,
         zero_copy: bool = False,
+        redirect: bool = False,
         payment_endpoint: str | None = None,
         cydia_gate: bool = False,
     ) -> None:
         """``zero_copy``: send whole files of the directory store from disk in one message,
-        counted before they go (:meth:`_send_file`); ``payment_endpoint``: the store's
+        counted before they go (:meth:`_send_file`); ``redirect``: answer a whole download
+        of a free file of the S3 store with a redirect to its object, presigned for
+        :data:`REDIRECT_SECONDS`, counted when redirected; ``payment_endpoint``: the store's
         address, served as ``payment_endpoint``; ``cydia_gate``: also serve a paid file to a
         device its headers say bought it."""
         self.served = served
@@ -87,6 +93,7 @@ class RepositoryApp:
         self._cydia_gate = cydia_gate
         self.on_download = on_download
         self.zero_copy = zero_copy
+        self.redirect = redirect
         icon = _icon()
         self._icon = IndexFile(icon, "image/png", entity_tag(icon), _EPOCH)
 
@@ -237,6 +244,13 @@ class RepositoryApp:
             await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": b""})
             return
+        if self.redirect and status == 200 and not entry.paid:
+            # A paid file is never redirected: its address could be used again while it
+            # lasts, where its download URL is good for one download.
+            url = await self.served.blobs.signed_url(entry.sha256, REDIRECT_SECONDS)
+            if url is not None:
+                await self._redirect(send, entry, url)
+                return
         async with _Watch(receive) as client:
             zero_copy = (
                 self.zero_copy
@@ -261,6 +275,25 @@ class RepositoryApp:
                     await self.on_download(entry, 1)
                 held = held[-1:]
             await send({"type": "http.response.body", "body": held})
+
+    async def _redirect(self, send: Send, entry: PoolEntry, url: str) -> None:
+        """A whole download sent to the object's presigned address, counted when redirected
+        (taken back when the redirect cannot be sent): whether the client then fetches the
+        object is not known here."""
+        await self.on_download(entry, 1)
+        sent = False
+        try:
+            headers = [
+                (b"location", url.encode()),
+                (b"content-length", b"0"),
+                (b"cache-control", b"no-store"),  # the address expires
+            ]
+            await send({"type": "http.response.start", "status": 302, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            sent = True
+        finally:
+            if not sent:
+                await asyncio.shield(self.on_download(entry, -1))
 
     async def _send_file(
         self,

@@ -92,6 +92,11 @@ class BlobStore(Protocol):
         """The blob's file on this host, for a zero-copy send; None where there is none (S3)."""
         ...
 
+    async def signed_url(self, digest: str, seconds: int) -> str | None:
+        """An address from which anyone may GET the blob for ``seconds`` (an S3 presigned
+        URL), to redirect a download to; None where there is none (the directory store)."""
+        ...
+
     async def delete(self, digest: str) -> None:
         """Remove the blob; nothing happens when it is not there."""
         ...
@@ -123,6 +128,9 @@ class DirectoryBlobs:
     def local_path(self, digest: str) -> Path | None:
         path = self._path(digest)
         return path if path.is_file() else None
+
+    async def signed_url(self, digest: str, seconds: int) -> str | None:  # noqa: ARG002
+        return None
 
     async def put(self, source: Path, digest: str) -> bool:
         return await anyio.to_thread.run_sync(self._put, source, digest)
