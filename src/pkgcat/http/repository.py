@@ -251,16 +251,16 @@ class RepositoryApp:
             if url is not None:
                 await self._redirect(send, entry, url)
                 return
+        zero_copy = (
+            self.zero_copy
+            and status == 200
+            and "http.response.pathsend" in scope.get("extensions", {})
+        )
+        local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
+        if local is not None:
+            await self._send_file(send, entry, out, local)
+            return
         async with _Watch(receive) as client:
-            zero_copy = (
-                self.zero_copy
-                and status == 200
-                and "http.response.pathsend" in scope.get("extensions", {})
-            )
-            local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
-            if local is not None:
-                await self._send_file(send, entry, out, local, client)
-                return
             await send({"type": "http.response.start", "status": status, "headers": out})
             held = b""
             async for chunk in self.served.blobs.read(entry.sha256, start, end):
@@ -301,20 +301,21 @@ class RepositoryApp:
         entry: PoolEntry,
         headers: list[tuple[bytes, bytes]],
         path: Path,
-        client: _Watch,
     ) -> None:
         """A whole file in one message the server sends from disk (zero copy), counted first.
 
         The server takes the file whole, so nothing can be held back: the count is
-        committed before the file goes, and taken back when the send fails or the
-        client is known to have gone by the time the server has taken the file.
+        committed before the file goes, and taken back when the send fails. Whether
+        the client stays to the end is not watched (a task per download, for a
+        server that would not tell of a client that left later anyway): a download
+        handed to the server is counted.
         """
         await self.on_download(entry, 1)
         sent = False
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.pathsend", "path": str(path)})
-            sent = not await client.gone()
+            sent = True
         finally:
             if not sent:
                 await asyncio.shield(self.on_download(entry, -1))
