@@ -32,6 +32,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 BODY_BYTES_ENV = "PKGCAT_BENCH_BODY_BYTES"
 BODY_FILE_ENV = "PKGCAT_BENCH_BODY_FILE"
 """When set, the body is this file's bytes exactly (a real answer), not padding."""
+PATHSEND_FILE_ENV = "PKGCAT_BENCH_PATHSEND_FILE"
+"""When set, every answer is this file, handed to the server in one ``http.response.pathsend``
+message: the most an app that sends files so can get (bench/repository.py)."""
 DEFAULT_BODY_BYTES = 1373
 """Size of the demo's shape A details response for its first paid package."""
 
@@ -54,6 +57,14 @@ def build_app(body: bytes) -> ASGIApp:
         "headers": [(b"content-type", b"application/json")],
     }
     response: Message = {"type": "http.response.body", "body": body}
+    pathsend = os.environ.get(PATHSEND_FILE_ENV)
+    if pathsend:
+        size = str(Path(pathsend).stat().st_size).encode()
+        start["headers"] = [
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", size),
+        ]
+        response = {"type": "http.response.pathsend", "path": pathsend}
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

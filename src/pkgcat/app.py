@@ -102,6 +102,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
             served,
             count_download,
             zero_copy=settings.download_zero_copy,
+            redirect=settings.download_redirect,
             payment_endpoint=settings.store_url,
             cydia_gate=settings.store_cydia_gate,
         ),

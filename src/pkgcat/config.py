@@ -213,6 +213,10 @@ class Settings(BaseSettings):
         default=None,
         description="Directory of the stored .deb files when no S3 bucket is set; default: `blobs` beside the SQLite file (on PostgreSQL: `./pkgcat-blobs`).",
     )
+    index_dir: str | None = Field(
+        default=None,
+        description="Directory of the served repository's large index files, sent from disk; default: `indexes` beside the SQLite file (on PostgreSQL: `./pkgcat-indexes`).",
+    )
     s3_bucket: str | None = Field(
         default=None,
         description="S3 bucket of the stored .deb files (needs `pkgcat[s3]`); when set, it is used instead of the directory.",
@@ -404,6 +408,10 @@ class Settings(BaseSettings):
             _require(("stripe",), "stripe")
         return self
 
+    download_redirect: bool = Field(
+        default=False,
+        description="Answer a whole download of a free file of the S3 store with a redirect to a presigned address of its object, valid 5 minutes (the bucket's address must be reachable by clients); counted when redirected.",
+    )
     download_zero_copy: bool = Field(
         default=False,
         description="Send whole .deb files of the directory store from disk in one message (faster); a download its client cuts short is then counted too.",

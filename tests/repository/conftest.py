@@ -49,3 +49,17 @@ def scalar(database_url: str, query: str, **params: Any) -> Any:
             return db.execute(text(query), params).scalar()
     finally:
         engine.dispose()
+
+
+def get_scope(path: str, **headers: str) -> dict[str, Any]:
+    """The ASGI scope of a GET of ``path`` (under ``/repo``) as a server that offers
+    ``http.response.pathsend`` sends it."""
+    return {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "root_path": "/repo",
+        "headers": [(name.lower().encode(), value.encode()) for name, value in headers.items()],
+        "query_string": b"",
+        "extensions": {"http.response.pathsend": {}},
+    }

@@ -54,6 +54,8 @@ def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
         database_url: str = request.getfixturevalue("postgres_url")
         server: S3Server = request.getfixturevalue("s3_server")
         settings |= server.settings(f"apt-{tmp_path.name}")
+        # A free file's download is redirected to its object, which apt follows.
+        settings["download_redirect"] = "true"
     else:
         database_url = f"sqlite:///{tmp_path / 'repo.db'}"
         settings["blob_dir"] = str(tmp_path / "blobs")
@@ -139,6 +141,8 @@ def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
     # apt took the index by hash (by its strongest digest), never by name.
     assert re.search(r"GET /repo/(\./)?by-hash/SHA512/[0-9a-f]{128} - status=200", log), log
     assert not re.search(r"GET /repo/(\./)?Packages", log.split("GET /repo/Packages - status")[0])
+    if served.env.get("PKGCAT_DOWNLOAD_REDIRECT") == "true":  # apt followed it to the object
+        assert re.search(r"GET /repo/pool/\S+\.deb - status=302", log), log
 
 
 def test_apt_cannot_download_a_paid_package_without_a_url(

@@ -25,7 +25,7 @@ from pkgcat.repository.keys import download_key
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
-from tests.repository.conftest import Publisher
+from tests.repository.conftest import Publisher, get_scope
 from tests.repository.test_served import (
     PASSPHRASE,
     _filenames,
@@ -231,14 +231,8 @@ def test_the_last_byte_waits_for_the_count_and_a_client_gone_is_not_counted(
             events.append(("body", len(body)))
 
     async def drive() -> None:
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": path,
-            "root_path": "/repo",
-            "headers": [],
-            "query_string": b"",
-        }
+        scope = get_scope(path)
+        del scope["extensions"]  # streamed, as a server without the extension has it
         await repository(scope, receive, send)
 
     repository.on_download = count
@@ -263,3 +257,34 @@ def _ready(base: str) -> bool | None:
         return True if httpx.get(f"{base}/readyz", timeout=1).status_code == 200 else None
     except httpx.TransportError:
         return None
+
+
+def test_with_zero_copy_a_file_handed_whole_to_the_server_is_counted(
+    counted: tuple[Api, dict[str, Path]],
+) -> None:
+    """Zero copy, directory store: the file goes in one pathsend message and is counted,
+    even from a client the server has said left (as documented: nothing is watched). The
+    S3 store has no file to hand over: streamed, and a client gone is not counted."""
+    api, _ = counted
+    repository = _repository_app(api)
+    repository.zero_copy = True  # as PKGCAT_DOWNLOAD_ZERO_COPY sets it
+    sent: list[str] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, object]) -> None:
+        sent.append(str(message["type"]))
+
+    path = "/repo/" + _filenames(api)["com.alpha.free"]
+
+    async def drive() -> None:
+        await repository(get_scope(path), receive, send)
+
+    api.http.portal.call(drive)  # type: ignore[union-attr]
+    if repository.served.blobs.name.startswith("directory"):
+        assert sent == ["http.response.start", "http.response.pathsend"]
+        assert _series(api, "com.alpha.free", days="1")["total"] == 1
+    else:
+        assert "http.response.pathsend" not in sent
+        assert _series(api, "com.alpha.free", days="1")["total"] == 0

@@ -31,7 +31,7 @@ from pkgcat.storage.engine import engine_for
 from tests.backends import unavailable
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
-from tests.repository.conftest import Publisher
+from tests.repository.conftest import Publisher, get_scope
 from tests.seaweed import S3Server
 
 DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
@@ -224,6 +224,61 @@ def test_indexes_answer_conditional_requests(repo: Api) -> None:
     assert fetch(repo, "/repo/Packages.gz", **{"If-None-Match": '"other"'}).status_code == 200
 
 
+def _drive(api: Api, path: str, **headers: str) -> list[dict[str, Any]]:
+    """The messages the repository app sends for a GET, driven as a server that offers
+    ``http.response.pathsend`` drives it (the test client offers no extension)."""
+    repository = _repository_app(api)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def drive() -> None:
+        await repository(get_scope(path, **headers), receive, send)
+
+    api.http.portal.call(drive)  # type: ignore[union-attr]
+    return sent
+
+
+def test_a_large_index_is_sent_from_its_file_on_disk_when_the_server_can(
+    make_api: AppFactory, published: dict[str, Path], cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    indexes = tmp_path / "indexes"
+    api = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        repository_passphrase=PASSPHRASE,
+        index_dir=str(indexes),
+    )
+    _repository_app(api).served.directory.smallest = 1000  # these indexes are small
+    packages = fetch(api, "/repo/Packages.gz")  # no extension here: from memory
+    release = Release(fetch(api, "/repo/Release").text)
+    [digest] = [e["sha256"] for e in release["SHA256"] if e["name"] == "Packages"]
+    for path in ("/repo/Packages", f"/repo/by-hash/SHA256/{digest}"):
+        start, body = _drive(api, path)
+        assert start["status"] == 200
+        assert body["type"] == "http.response.pathsend"
+        sent = Path(body["path"])
+        assert sent.parent == indexes
+        assert hashlib.sha256(sent.read_bytes()).hexdigest() == digest
+        assert dict(start["headers"])[b"content-length"] == str(sent.stat().st_size).encode()
+    start, body = _drive(api, "/repo/Packages.gz")
+    assert Path(body["path"]).read_bytes() == packages.content
+    # A conditional request is still answered 304, without a body.
+    etag = packages.headers["etag"]
+    start, body = _drive(api, "/repo/Packages.gz", **{"If-None-Match": etag})
+    assert (start["status"], body) == (304, {"type": "http.response.body", "body": b""})
+    # Small files, and a file that has gone from the disk, are sent from memory.
+    assert _drive(api, "/repo/depictions/com.alpha.free.json")[1]["type"] == "http.response.body"
+    Path(_drive(api, "/repo/Packages.gz")[1]["path"]).unlink()
+    assert _drive(api, "/repo/Packages.gz")[1] == {
+        "type": "http.response.body",
+        "body": packages.content,
+    }
+
+
 def wait_for(check: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + 10
     while not check():
@@ -363,6 +418,43 @@ def test_a_free_file_downloads_whole_and_by_range(
     rest = fetch(api, path, Range=f"bytes={len(data) - 10}-")
     assert rest.content == data[-10:]
     assert reports == ["com.alpha.free"] * 2  # one that ends the file completes a download
+
+
+def test_with_redirects_a_whole_free_download_from_s3_goes_to_its_object_counted(
+    store_api: tuple[Api, dict[str, Path], list[str]], database_url: str
+) -> None:
+    api, files, reports = store_api
+    repository = _repository_app(api)
+    repository.redirect = True  # as PKGCAT_DOWNLOAD_REDIRECT sets it (the apt test's S3 way)
+    store = "s3" if repository.served.blobs.name.startswith("s3") else "directory"
+    names = _filenames(api)
+    path, data = "/repo/" + names["com.alpha.free"], files["free"].read_bytes()
+    whole = api.http.get(path, follow_redirects=False)
+    if store == "s3":
+        assert whole.status_code == 302
+        assert whole.headers["cache-control"] == "no-store"
+        location = whole.headers["location"]
+        assert "X-Amz-Expires=300" in location  # presigned for minutes, not for ever
+        assert reports == ["com.alpha.free"]  # counted when redirected
+        assert httpx.get(location, timeout=10).content == data
+    else:  # the directory store has no address to send a client to: served here
+        assert whole.status_code == 200
+        assert whole.content == data
+        assert reports == ["com.alpha.free"]
+    # A range is still served here, and counted when it ends the file.
+    rest = api.http.get(path, headers={"Range": f"bytes={len(data) - 10}-"})
+    assert (rest.status_code, rest.content) == (206, data[-10:])
+    assert reports == ["com.alpha.free"] * 2
+    # A paid file is never redirected: its download URL is good for one download.
+    paid = "/repo/" + names["com.alpha.paid"]
+    engine = engine_for(database_url)
+    try:
+        grants = Grants(download_key(engine, PASSPHRASE), 120)
+    finally:
+        engine.dispose()
+    answer = api.http.get(grants.make(paid, int(time.time())), follow_redirects=False)
+    assert answer.status_code == 200
+    assert answer.content == files["paid"].read_bytes()
 
 
 def test_a_paid_file_needs_a_signed_single_use_url(

@@ -1,8 +1,11 @@
 """The served APT repository under ``/repo/``: indexes, depictions, the icon, and .deb files.
 
 A plain ASGI app (mounted by the site), kept off Starlette's request objects:
-an index is a lookup in the worker's prebuilt set (bytes in memory, with their
-ETag and Last-Modified), so a request costs a dict lookup and two messages.
+an index is a lookup in the worker's prebuilt set (bytes in memory, with the
+headers of its answers made at its build), so a request costs a dict lookup and
+two messages. A large index (``Packages``) is also a file of the index directory
+(:mod:`pkgcat.repository.ondisk`), which a server offering ``http.response.pathsend``
+sends from disk, as it sends static files.
 
 Paths, under ``/repo/`` (the whole catalogue) and ``/repo/sources/NAME/`` (one
 source's packages): ``Packages[.gz|.xz|.bz2|.zst]``, ``Release``, ``InRelease``,
@@ -26,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote
@@ -38,7 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from pkgcat.http.asgi import matches
 from pkgcat.repository.grants import GrantRefused
-from pkgcat.repository.indexes import IndexFile, IndexSet, PoolEntry, entity_tag
+from pkgcat.repository.indexes import IMMUTABLE, IndexFile, IndexSet, PoolEntry, entity_tag
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage.store import device_owns
 
@@ -47,10 +51,9 @@ log = logging.getLogger("pkgcat.repository")
 DEB = "application/vnd.debian.binary-package"
 _POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
-INDEX_CACHE = "public, max-age=0, must-revalidate"
-"""Indexes change with the catalogue: a cache keeps them but asks again (ETag) before each use."""
-IMMUTABLE = "public, max-age=31536000, immutable"
-"""By-hash indexes and free .debs: the same path always names the same bytes."""
+
+REDIRECT_SECONDS = 300
+"""How long a download's presigned address lasts (apt fetches it at once)."""
 
 DownloadHook = Callable[[PoolEntry, int], Awaitable[None]]
 """Told of each whole download (see :meth:`RepositoryApp._deb`) with 1, awaited before it
@@ -75,11 +78,14 @@ class RepositoryApp:
         on_download: DownloadHook = ignore_download,
         *,
         zero_copy: bool = False,
+        redirect: bool = False,
         payment_endpoint: str | None = None,
         cydia_gate: bool = False,
     ) -> None:
         """``zero_copy``: send whole files of the directory store from disk in one message,
-        counted before they go (:meth:`_send_file`); ``payment_endpoint``: the store's
+        counted before they go (:meth:`_send_file`); ``redirect``: answer a whole download
+        of a free file of the S3 store with a redirect to its object, presigned for
+        :data:`REDIRECT_SECONDS`, counted when redirected; ``payment_endpoint``: the store's
         address, served as ``payment_endpoint``; ``cydia_gate``: also serve a paid file to a
         device its headers say bought it."""
         self.served = served
@@ -87,8 +93,9 @@ class RepositoryApp:
         self._cydia_gate = cydia_gate
         self.on_download = on_download
         self.zero_copy = zero_copy
+        self.redirect = redirect
         icon = _icon()
-        self._icon = (icon, entity_tag(icon))
+        self._icon = IndexFile(icon, "image/png", entity_tag(icon), _EPOCH)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
@@ -128,14 +135,14 @@ class RepositoryApp:
             await _plain(send, 200, self._payment_endpoint)
             return
         if rest == "CydiaIcon.png":
-            body, tag = self._icon
-            await _index(send, method, headers, IndexFile(body, "image/png", tag, _EPOCH))
+            await _index(send, method, headers, self._icon, False)
             return
         found = served.files.get(prefix + rest) if not rest.startswith("depictions/") else None
         if found is None and rest.startswith("depictions/"):
             found = served.files.get(rest)
         if found is not None:
-            await _index(send, method, headers, found)
+            from_disk = "http.response.pathsend" in scope.get("extensions", {})
+            await _index(send, method, headers, found, from_disk)
             return
         pool = _POOL.fullmatch(rest)
         entry = _entry(served, pool, prefix)
@@ -237,16 +244,23 @@ class RepositoryApp:
             await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": b""})
             return
-        async with _Watch(receive) as client:
-            zero_copy = (
-                self.zero_copy
-                and status == 200
-                and "http.response.pathsend" in scope.get("extensions", {})
-            )
-            local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
-            if local is not None:
-                await self._send_file(send, entry, out, local, client)
+        if self.redirect and status == 200 and not entry.paid:
+            # A paid file is never redirected: its address could be used again while it
+            # lasts, where its download URL is good for one download.
+            url = await self.served.blobs.signed_url(entry.sha256, REDIRECT_SECONDS)
+            if url is not None:
+                await self._redirect(send, entry, url)
                 return
+        zero_copy = (
+            self.zero_copy
+            and status == 200
+            and "http.response.pathsend" in scope.get("extensions", {})
+        )
+        local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
+        if local is not None:
+            await self._send_file(send, entry, out, local)
+            return
+        async with _Watch(receive) as client:
             await send({"type": "http.response.start", "status": status, "headers": out})
             held = b""
             async for chunk in self.served.blobs.read(entry.sha256, start, end):
@@ -262,26 +276,46 @@ class RepositoryApp:
                 held = held[-1:]
             await send({"type": "http.response.body", "body": held})
 
+    async def _redirect(self, send: Send, entry: PoolEntry, url: str) -> None:
+        """A whole download sent to the object's presigned address, counted when redirected
+        (taken back when the redirect cannot be sent): whether the client then fetches the
+        object is not known here."""
+        await self.on_download(entry, 1)
+        sent = False
+        try:
+            headers = [
+                (b"location", url.encode()),
+                (b"content-length", b"0"),
+                (b"cache-control", b"no-store"),  # the address expires
+            ]
+            await send({"type": "http.response.start", "status": 302, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            sent = True
+        finally:
+            if not sent:
+                await asyncio.shield(self.on_download(entry, -1))
+
     async def _send_file(
         self,
         send: Send,
         entry: PoolEntry,
         headers: list[tuple[bytes, bytes]],
         path: Path,
-        client: _Watch,
     ) -> None:
         """A whole file in one message the server sends from disk (zero copy), counted first.
 
         The server takes the file whole, so nothing can be held back: the count is
-        committed before the file goes, and taken back when the send fails or the
-        client is known to have gone by the time the server has taken the file.
+        committed before the file goes, and taken back when the send fails. Whether
+        the client stays to the end is not watched (a task per download, for a
+        server that would not tell of a client that left later anyway): a download
+        handed to the server is counted.
         """
         await self.on_download(entry, 1)
         sent = False
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.pathsend", "path": str(path)})
-            sent = not await client.gone()
+            sent = True
         finally:
             if not sent:
                 await asyncio.shield(self.on_download(entry, -1))
@@ -380,7 +414,7 @@ def _not_modified(headers: dict[bytes, bytes], index: IndexFile) -> bool:
     """RFC 9110 13.1: If-None-Match decides when given; else If-Modified-Since (seconds)."""
     if_none_match = headers.get(b"if-none-match")
     if if_none_match is not None:
-        return matches(if_none_match, index.etag.encode())
+        return matches(if_none_match, index.tag)
     since = headers.get(b"if-modified-since")
     if since is None:
         return False
@@ -388,23 +422,30 @@ def _not_modified(headers: dict[bytes, bytes], index: IndexFile) -> bool:
         when = parsedate_to_datetime(since.decode("latin-1"))
     except (TypeError, ValueError):
         return False
-    return when.tzinfo is not None and int(index.modified.timestamp()) <= int(when.timestamp())
+    return when.tzinfo is not None and index.since <= int(when.timestamp())
 
 
-async def _index(send: Send, method: str, headers: dict[bytes, bytes], index: IndexFile) -> None:
-    common = [
-        (b"etag", index.etag.encode()),
-        (b"last-modified", format_datetime(index.modified, usegmt=True).encode()),
-        (b"cache-control", (IMMUTABLE if index.immutable else INDEX_CACHE).encode()),
-    ]
+async def _index(
+    send: Send, method: str, headers: dict[bytes, bytes], index: IndexFile, from_disk: bool
+) -> None:
+    """An index: 304, or 200 with its headers made at its build; its body from its file on
+    disk (sent by the server) when ``from_disk`` and the file is there, else from memory."""
     if _not_modified(headers, index):
-        await send({"type": "http.response.start", "status": 304, "headers": common})
+        await send({"type": "http.response.start", "status": 304, "headers": [*index.unchanged]})
         await send({"type": "http.response.body", "body": b""})
         return
-    out = [
-        (b"content-type", index.media_type.encode()),
-        (b"content-length", str(len(index.body)).encode()),
-        *common,
-    ]
-    await send({"type": "http.response.start", "status": 200, "headers": out})
-    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else index.body})
+    await send({"type": "http.response.start", "status": 200, "headers": [*index.headers]})
+    if method == "HEAD":
+        await send({"type": "http.response.body", "body": b""})
+    elif from_disk and index.path is not None and _is_file(index.path):
+        await send({"type": "http.response.pathsend", "path": index.path})
+    else:
+        await send({"type": "http.response.body", "body": index.body})
+
+
+def _is_file(path: str) -> bool:
+    """Whether the file is there (a stat: a microsecond, against milliseconds to send it)."""
+    try:
+        return os.stat(path).st_size >= 0
+    except OSError:
+        return False

@@ -23,36 +23,27 @@ worker and its Release.gpg from another agree.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
-import lzma
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
-
-import zstandard
+from typing import Any
 
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
+from pkgcat.repository.pieces import FORMATS, cut, join
 from pkgcat.storage.served import ServedFile, Snapshot
 
 COMPRESSIONS: dict[str, Callable[[bytes], bytes]] = {
     "": lambda data: data,
-    ".gz": lambda data: gzip.compress(data, compresslevel=9, mtime=0),
-    ".xz": lambda data: lzma.compress(data, preset=1),
-    ".bz2": lambda data: bz2.compress(data, 9),
-    ".zst": lambda data: zstandard.ZstdCompressor(level=9).compress(data),
+    **{suffix: form.whole for suffix, form in FORMATS.items()},
 }
-"""Each Packages file's suffix and compressor (deterministic: no names, no times).
-
-The levels are chosen for a rebuild of Debian main's size within seconds
-(docs/benchmarks.md, "The served repository"): xz at preset 6 and zstd at level 19
-took 56 s and 77 s of one CPU for 63 MB of text and bought a few per cent of size."""
+"""Each Packages file's suffix, and its compressor for a whole text at once (a build
+compresses pieces and joins them: :mod:`pkgcat.repository.pieces`)."""
 COMPRESSORS = 4
-"""Threads that compress one Packages text (each compressor releases the GIL)."""
+"""Threads that compress pieces (each compressor releases the GIL)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +69,50 @@ HASHES = (("MD5Sum", "md5"), ("SHA1", "sha1"), ("SHA256", "sha256"), ("SHA512", 
 SIGNED = "application/pgp-signature"
 
 
+INDEX_CACHE = "public, max-age=0, must-revalidate"
+"""Indexes change with the catalogue: a cache keeps them but asks again (ETag) before each use."""
+IMMUTABLE = "public, max-age=31536000, immutable"
+"""By-hash indexes and free .debs: the same path always names the same bytes."""
+
+
 @dataclass(frozen=True, slots=True)
 class IndexFile:
+    """One served file, with the headers of its answers made once (not on every request)."""
+
     body: bytes
     media_type: str
     etag: str
     modified: datetime
     immutable: bool = False
     """Named by its digest (by-hash): the same path always has the same bytes."""
+    path: str | None = None
+    """A file holding the same bytes, which the server may send from disk; None: none."""
+    since: int = field(init=False, repr=False, compare=False)
+    """``modified`` in whole seconds, as If-Modified-Since compares it."""
+    tag: bytes = field(init=False, repr=False, compare=False)
+    unchanged: tuple[tuple[bytes, bytes], ...] = field(init=False, repr=False, compare=False)
+    """The headers of a 304."""
+    headers: tuple[tuple[bytes, bytes], ...] = field(init=False, repr=False, compare=False)
+    """The headers of a 200."""
+
+    def __post_init__(self) -> None:
+        common = (
+            (b"etag", self.etag.encode()),
+            (b"last-modified", format_datetime(self.modified, usegmt=True).encode()),
+            (b"cache-control", (IMMUTABLE if self.immutable else INDEX_CACHE).encode()),
+        )
+        headers = (
+            (b"content-type", self.media_type.encode()),
+            (b"content-length", str(len(self.body)).encode()),
+            *common,
+        )
+        for name, value in (
+            ("since", int(self.modified.timestamp())),
+            ("tag", self.etag.encode()),
+            ("unchanged", common),
+            ("headers", headers),
+        ):
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +143,14 @@ class IndexSet:
     carried: set[str] = field(default_factory=set)
     """By-hash files kept from the set before (see :func:`carry_by_hash`)."""
     compressed: dict[str, Compressed] = field(default_factory=dict)
-    """Each Packages text's compressions, by the text's SHA-256: a repository whose text
-    did not change, or that holds the same text as another, is not compressed again."""
+    """Each Packages text's files, by the text's SHA-256: a repository whose text did not
+    change, or that holds the same text as another, is not made again."""
+    depicted: dict[str, int] = field(default_factory=dict)
+    """Each package's depiction, by what it was made from (see :func:`_depicted`): a
+    depiction whose package did not change is not made again."""
+    pieces: dict[bytes, dict[str, Any]] = field(default_factory=dict)
+    """Each piece of the Packages texts compressed in each format, by the piece's digest:
+    a piece that did not change is not compressed again."""
 
 
 def entity_tag(body: bytes) -> str:
@@ -180,24 +213,53 @@ def _release(
     return ("\n".join(lines) + "\n").encode()
 
 
-def compress_all(packages: bytes, known: dict[str, Compressed], pool: Executor) -> Compressed:
-    """Every compression of a Packages text: from ``known`` when it was made before, else
-    made now, the compressors side by side on ``pool``; added to ``known``."""
-    key = hashlib.sha256(packages).hexdigest()
-    found = known.get(key)
+def _piece_key(piece: bytes) -> bytes:
+    return hashlib.blake2b(piece, digest_size=16).digest()
+
+
+def compress_all(
+    pieces: list[bytes], out: IndexSet, previous: IndexSet | None, pool: Executor
+) -> Compressed:
+    """Every file of the Packages text that is ``pieces`` joined: taken from ``out`` or
+    ``previous`` when made there, else joined from its pieces compressed in every format,
+    each piece taken from ``out`` or ``previous`` when compressed there, else compressed
+    now on ``pool``. What it makes or takes is kept in ``out``, for the next build."""
+    text = b"".join(pieces)
+    keys = [_piece_key(piece) for piece in pieces]
+    key = hashlib.blake2b(b"".join(keys), digest_size=16).hexdigest()  # the text's digest
+    made, before = out.pieces, previous.pieces if previous is not None else {}
+    jobs = {}
+    for piece_key, piece in zip(keys, pieces, strict=True):
+        if piece_key in made:
+            continue
+        if piece_key in before:
+            made[piece_key] = before[piece_key]
+            continue
+        made[piece_key] = {}
+        for suffix, form in FORMATS.items():
+            jobs[piece_key, suffix] = pool.submit(form.piece, piece)
+    for (piece_key, suffix), job in jobs.items():
+        made[piece_key][suffix] = job.result()
+    found = out.compressed.get(key)
+    if found is None and previous is not None:
+        found = previous.compressed.get(key)
     if found is None:
-        jobs = {
-            suffix: pool.submit(_make, compress, packages)
-            for suffix, compress in COMPRESSIONS.items()
-        }
-        found = known[key] = {suffix: job.result() for suffix, job in jobs.items()}
+        files = {"": pool.submit(_made, text)}
+        for suffix in FORMATS:
+            compressed = [made[piece_key][suffix] for piece_key in keys]
+            files[suffix] = pool.submit(_joined, suffix, compressed, text)
+        found = {suffix: job.result() for suffix, job in files.items()}
+    out.compressed[key] = found
     return found
 
 
-def _make(compress: Callable[[bytes], bytes], packages: bytes) -> Made:
-    """One compression with its digests and ETag, all in the calling thread (hashlib and the
-    compressors release the GIL on large inputs, so the threads work side by side)."""
-    body = compress(packages)
+def _joined(suffix: str, pieces: list[Any], text: bytes) -> Made:
+    return _made(join(suffix, pieces, text))
+
+
+def _made(body: bytes) -> Made:
+    """A file with its digests and ETag, made in the calling thread (hashlib releases the
+    GIL on large inputs, so the threads work side by side)."""
     digests = {algorithm: hashlib.new(algorithm, body).hexdigest() for _, algorithm in HASHES}
     return Made(body, digests, entity_tag(body))
 
@@ -209,16 +271,13 @@ def _repository(
     date: datetime,
     sign: Callable[[bytes], tuple[bytes, bytes]] | None,
     out: IndexSet,
-    previous: dict[str, Compressed],
+    previous: IndexSet | None,
     pool: Executor,
-    stanzas: dict[str, str],
+    stanzas: dict[str, bytes],
 ) -> None:
     """One repository's files into ``out``, under ``prefix`` (``""`` or ``sources/NAME/``)."""
-    packages = "\n".join(stanzas[file.sha256] for file in served).encode()
-    key = hashlib.sha256(packages).hexdigest()
-    if key not in out.compressed and key in previous:
-        out.compressed[key] = previous[key]
-    made = compress_all(packages, out.compressed, pool)
+    pieces = cut((file.sha256, stanzas[file.sha256]) for file in served)
+    made = compress_all(pieces, out, previous, pool)
     indexes = {f"Packages{suffix}": one for suffix, one in made.items()}
     architectures = {f.architecture for f in served if f.architecture != "all"}
     release = _release(identity, indexes, date, architectures)
@@ -272,11 +331,10 @@ def build(
         )
         return datetime.fromtimestamp(changed, UTC)
 
-    before = previous.compressed if previous is not None else {}
     # Each file's stanza once, whichever repositories list it.
-    stanzas = {file.sha256: stanza(file, identity.depictions) for file in snapshot.files}
+    stanzas = {file.sha256: stanza(file, identity.depictions).encode() for file in snapshot.files}
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
-        parts = (before, pool, stanzas)
+        parts = (previous, pool, stanzas)
         _repository("", snapshot.files, identity, latest(snapshot.files), sign, found, *parts)
         for source, files in by_source.items():
             when = latest(files)
@@ -286,12 +344,40 @@ def build(
     for file in snapshot.files:
         if file.package not in chosen or file.version == file.shown_version:
             chosen[file.package] = file
+    before = previous.depicted if previous is not None else {}
     for package, file in chosen.items():
+        name = f"depictions/{package}.json"
+        made_from = found.depicted[package] = _depicted(file, snapshot.keys_changed, period)
+        if before.get(package) == made_from and previous is not None:
+            found.files[name] = previous.files[name]
+            continue
         body = depiction(file)
-        found.files[f"depictions/{package}.json"] = IndexFile(
-            body, "application/json", entity_tag(body), latest([file])
-        )
+        found.files[name] = IndexFile(body, "application/json", entity_tag(body), latest([file]))
     return found
+
+
+def _depicted(file: ServedFile, keys_changed: int, period: int) -> int:
+    """A digest of everything a depiction and its Last-Modified are made from."""
+    return hash(
+        (
+            file.sha256,
+            file.name,
+            file.description,
+            file.long_description,
+            file.screenshots,
+            file.shown_version,
+            file.author,
+            file.section,
+            file.size,
+            file.paid,
+            file.price,
+            file.currency,
+            file.stored_at,
+            file.updated_at,
+            keys_changed,
+            period,
+        )
+    )
 
 
 def carry_by_hash(new: IndexSet, old: IndexSet | None) -> None:

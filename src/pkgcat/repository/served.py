@@ -17,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import anyio
 import pysequoia as pgp
@@ -33,7 +34,8 @@ from pkgcat.repository.indexes import (
     entity_tag,
 )
 from pkgcat.repository.keys import NoPassphrase, Signers, clearsign, detach_sign, download_key
-from pkgcat.storage.blobs import BlobStore
+from pkgcat.repository.ondisk import IndexDirectory
+from pkgcat.storage.blobs import BlobStore, default_blob_dir
 from pkgcat.storage.served import read_served, spend_grant
 
 log = logging.getLogger("pkgcat.repository")
@@ -67,6 +69,10 @@ class ServedRepository:
             depictions=None if address is None else f"{address}depictions/",
         )
         self._lifetime = settings.download_url_seconds
+        index_dir = settings.index_dir
+        self.directory = IndexDirectory(
+            Path(index_dir) if index_dir else default_blob_dir(settings.database_url, "indexes")
+        )
         self._generation = generation
         self._clock = clock
         self._engine = engine
@@ -150,6 +156,13 @@ class ServedRepository:
             modified = built.files["Release"].modified
             built.files["key.asc"] = IndexFile(
                 armored, "application/pgp-keys", entity_tag(armored), modified
+            )
+        try:
+            self.directory.place(built, previous)
+        except OSError:
+            log.exception(
+                "the repository's indexes could not be written to %s; they are sent from memory",
+                self.directory.root,
             )
         return built
 

@@ -92,6 +92,11 @@ class BlobStore(Protocol):
         """The blob's file on this host, for a zero-copy send; None where there is none (S3)."""
         ...
 
+    async def signed_url(self, digest: str, seconds: int) -> str | None:
+        """An address from which anyone may GET the blob for ``seconds`` (an S3 presigned
+        URL), to redirect a download to; None where there is none (the directory store)."""
+        ...
+
     async def delete(self, digest: str) -> None:
         """Remove the blob; nothing happens when it is not there."""
         ...
@@ -99,14 +104,15 @@ class BlobStore(Protocol):
     async def close(self) -> None: ...
 
 
-def default_blob_dir(database_url: str) -> Path:
-    """The directory store's default: ``blobs`` beside the SQLite file, else ``./pkgcat-blobs``."""
+def default_blob_dir(database_url: str, name: str = "blobs") -> Path:
+    """The directory store's default: ``blobs`` beside the SQLite file, else ``./pkgcat-blobs``
+    (``name`` for another directory of the same kind: ``indexes``)."""
     from sqlalchemy.engine import make_url
 
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        return Path(url.database).resolve().parent / "blobs"
-    return Path("pkgcat-blobs").resolve()
+        return Path(url.database).resolve().parent / name
+    return Path(f"pkgcat-{name}").resolve()
 
 
 class DirectoryBlobs:
@@ -122,6 +128,9 @@ class DirectoryBlobs:
     def local_path(self, digest: str) -> Path | None:
         path = self._path(digest)
         return path if path.is_file() else None
+
+    async def signed_url(self, digest: str, seconds: int) -> str | None:  # noqa: ARG002
+        return None
 
     async def put(self, source: Path, digest: str) -> bool:
         return await anyio.to_thread.run_sync(self._put, source, digest)
