@@ -139,3 +139,37 @@ def test_a_page_size_is_clamped_and_flags_days_and_choices_are_checked() -> None
             read({parameter.name: value})
         assert refused.value.parameter == parameter.name
         assert str(refused.value) == f"{parameter.name}: {problem}"
+
+
+def test_the_readers_take_a_writes_fields_as_they_take_a_query() -> None:
+    """A JSON body's values (booleans, numbers, arrays, null) go through the same readers."""
+    update = BY_NAME["webhook/update"]
+    enabled, events, url = (update.parameter(n) for n in ("enabled", "events", "url"))
+    assert enabled.flag({"enabled": True}) is True
+    assert enabled.flag({"enabled": 0}) is False
+    assert enabled.flag({"enabled": " 1 "}) is True
+    assert enabled.flag({"enabled": None}) is None
+    assert events.items({"events": "sale.completed, sale.refunded"}) == [
+        "sale.completed",
+        "sale.refunded",
+    ]
+    assert events.items({"events": ["sale.completed"]}) == ["sale.completed"]
+    assert url.text({}) is None  # not required in an update
+    assert LIMIT.page_size({"limit": 7}) == 7
+    for parameter, fields, problem in (
+        (enabled, {"enabled": 2}, "must be 0 or 1, got 2"),
+        (enabled, {"enabled": 1.5}, "must be an integer of at most 12 digits, got 1.5"),
+        (events, {"events": [1]}, "must be a list of event types"),
+        (url, {"url": ["https://x"]}, "must be a non-blank string"),
+        (url, {"url": " "}, "missing; give an https:// address"),
+        (BY_NAME["webhook/create"].parameter("events"), {}, "missing; give a list of event types"),
+        (BY_NAME["webhook/test"].parameter("event_type"), {"event_type": None},
+         "missing; give one of sale.completed, sale.refunded, sale.chargeback, "
+         "package.published, package.updated"),
+    ):  # fmt: skip
+        read = {"flag": parameter.flag, "list": parameter.items, "string": parameter.text}.get(
+            parameter.kind, parameter.choice
+        )
+        with pytest.raises(InvalidArgument) as refused:
+            read(fields)
+        assert str(refused.value) == f"{parameter.name}: {problem}"

@@ -12,7 +12,7 @@ from pkgcat.ingest import CompressionError, ReleaseError, VerificationError
 from pkgcat.ingest.compatible import compatibility
 from pkgcat.ingest.compression import EXTENSIONS, decompress, extension_of
 from pkgcat.ingest.release import parse_release
-from pkgcat.ingest.versions import Preference, best
+from pkgcat.versions import Preference, best
 from tests.ingest.conftest import COMPRESSORS
 
 LATEST = ["iOS 18", "iOS 26"]

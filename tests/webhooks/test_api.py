@@ -302,3 +302,46 @@ def test_the_listing_never_holds_a_secret(
     raw = hooks.get("/1.0/webhook/list.json", alpha).content
     assert made["secret"].encode() not in raw
     assert b"secret" not in orjson.loads(raw)["response"]["endpoints"][0]
+
+
+@pytest.mark.parametrize(
+    ("verb", "fields", "message"),
+    [
+        ("create", {"events": ["sale.completed"]}, "url: missing; give an https:// address"),
+        ("create", {"url": " \t", "events": ["sale.completed"]}, "url: missing; give an https:// address"),
+        ("create", {"url": "https://127.0.0.1/hook"}, "events: missing; give a list of event types"),
+        ("create", {"url": "https://127.0.0.1/", "events": 3}, "events: must be a list of event types"),
+        ("create", {"url": 7, "events": ["sale.completed"]}, "url: must be a non-blank string"),
+        ("delete", {}, "endpoint: missing; give an endpoint identifier"),
+        ("update", {"endpoint": " "}, "endpoint: missing; give an endpoint identifier"),
+        ("update", {"endpoint": "we_x", "enabled": 2}, "enabled: must be 0 or 1, got 2"),
+        ("update", {"endpoint": "we_x", "enabled": "yes"}, "enabled: must be an integer of at most 12 digits, got 'yes'"),
+        ("redeliver", {"endpoint": "we_x"}, "event: missing; give an event identifier"),
+        ("test", {"endpoint": "we_x"}, "event_type: missing; give one of sale.completed, sale.refunded, sale.chargeback, package.published, package.updated"),
+        ("test", {"endpoint": "we_x", "event_type": "sale.done"}, "event_type: must be one of sale.completed, sale.refunded, sale.chargeback, package.published, package.updated, got 'sale.done'"),
+    ],
+)  # fmt: skip
+def test_fields_are_read_by_the_operation_table_in_its_words(
+    hooks: Api, alpha: str, verb: str, fields: dict[str, Any], message: str
+) -> None:
+    assert refused(post(hooks, alpha, verb, **fields), 400, 2) == message
+    # The same fields as a form (an empty one is sent with no Content-Type at all).
+    if fields and all(isinstance(v, str) for v in fields.values()):
+        assert refused(post(hooks, alpha, verb, form=True, **fields), 400, 2) == message
+
+
+def test_the_delivery_log_reads_its_query_as_the_reads_do(hooks: Api, alpha: str) -> None:
+    for query in ({}, {"endpoint": " "}):
+        answer = hooks.get("/1.0/webhook/deliveries.json", alpha, **query)
+        assert refused(answer, 400, 2) == "endpoint: missing; give an endpoint identifier"
+    answer = hooks.get("/1.0/webhook/deliveries.json", alpha, endpoint="we_x", limit=0)
+    assert refused(answer, 400, 2) == "limit: must be at least 1, got 0"
+
+
+@pytest.mark.parametrize("enabled", [False, 0, "0", "false", " 0 "])
+def test_a_flag_field_is_a_boolean_or_0_and_1_spelled_as_any_integer(
+    hooks: Api, alpha: str, receivers: Callable[[], Receiver], enabled: object
+) -> None:
+    made = ok(post(hooks, alpha, "create", url=receivers().url, events=["sale.completed"]))
+    changed = ok(post(hooks, alpha, "update", endpoint=made["endpoint"]["id"], enabled=enabled))
+    assert changed["enabled"] is False

@@ -9,11 +9,11 @@ import anyio
 import typer
 
 from pkgcat.cli._common import fail, load_settings, opened, print_json, stdout
-from pkgcat.ingest.versions import Preference
 from pkgcat.repository.debs import Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.backends import open_blobs
 from pkgcat.storage.blobs import BlobMismatch
+from pkgcat.versions import Preference
 
 
 def publish_command(

@@ -39,6 +39,10 @@ from pkgcat.storage.writes.outbox import EVENT_TYPES
 
 VERSION = "1.0"
 Query = dict[str, str]
+Given = Mapping[str, object]
+"""A request's parameters as the table reads them: a query's (text), or a write's fields (a
+JSON object's values, or a form's text, a list's items repeated or comma-separated). ``None``
+(JSON's null) is a parameter not given."""
 Tag = Literal["application", "package", "source", "webhook"]
 Kind = Literal["integer", "string", "flag", "day", "choice", "cursor", "list"]
 Method = Literal["GET", "POST"]
@@ -68,19 +72,33 @@ class Parameter:
     feature: str | None = None
     any_case: bool = False
     """A choice given in any case (``Refunded`` is ``refunded``)."""
+    wanted: str = ""
+    """What a missing one asks for ("missing; give <this>"): by default its choices, or
+    "a <name> identifier"."""
 
     @property
     def served(self) -> bool:
         return self.feature not in PENDING
 
-    def integer(self, query: Query) -> int:
-        """The integer given (ASCII white space and a sign allowed), or the default.
+    def missing(self) -> InvalidArgument:
+        """The refusal of a required parameter not given (or given blank)."""
+        wanted = self.wanted or (self.alternatives if self.choices else f"a {self.name} identifier")
+        return InvalidArgument(self.name, f"missing; give {wanted}")
+
+    def integer(self, query: Given) -> int:
+        """The integer given (ASCII white space and a sign allowed; a JSON number), or the default.
 
         Unbounded: :meth:`bounded` and :meth:`page_size` apply ``minimum`` and ``maximum``."""
         raw = query.get(self.name)
         if raw is None:
             assert isinstance(self.default, int), self.name
             return self.default
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            raw = str(raw)
+        if not isinstance(raw, str):
+            raise InvalidArgument(
+                self.name, f"must be an integer of at most {_MAX_DIGITS} digits, got {raw!r}"
+            )
         text = raw.strip(BLANK)
         digits = text[1:] if text[:1] in "+-" else text
         # Leading zeros are a spelling: 007 is 7, however many of them there are. They are
@@ -109,11 +127,11 @@ class Parameter:
             raise InvalidArgument(self.name, f"must be at most {high}, got {value}")
         return value
 
-    def bounded(self, query: Query) -> int:
+    def bounded(self, query: Given) -> int:
         """:meth:`integer`, then :meth:`within` its bounds."""
         return self.within(self.integer(query))
 
-    def page_size(self, query: Query) -> int:
+    def page_size(self, query: Given) -> int:
         """A page size: :meth:`integer`, then :meth:`size`."""
         return self.size(self.integer(query))
 
@@ -121,34 +139,39 @@ class Parameter:
         """A page size as applied: :meth:`within` its bounds, then clamped to :data:`LIMIT_MAX`."""
         return min(self.within(value), LIMIT_MAX)
 
-    def flag(self, query: Query) -> bool | None:
-        """``0`` or ``1`` (an integer, spelled as any other) as a boolean; ``None`` when absent."""
-        if self.name not in query:
-            return None
+    def flag(self, query: Given) -> bool | None:
+        """``0`` or ``1`` (an integer, spelled as any other) as a boolean, or a boolean itself (a
+        write's field); ``None`` when absent."""
+        raw = query.get(self.name)
+        if raw is None or isinstance(raw, bool):
+            return raw
         value = self.integer(query)
         if value not in (0, 1):
-            raise InvalidArgument(self.name, f"must be 0 or 1, got {query[self.name]!r}")
+            raise InvalidArgument(self.name, f"must be 0 or 1, got {raw!r}")
         return value == 1
 
-    def day(self, query: Query) -> date | None:
+    def day(self, query: Given) -> date | None:
         """A ``YYYY-MM-DD`` day; ``None`` when absent."""
         raw = query.get(self.name)
         if raw is None:
             return None
         try:
-            if _ISO_DAY.fullmatch(raw):
+            if isinstance(raw, str) and _ISO_DAY.fullmatch(raw):
                 return date.fromisoformat(raw)
         except ValueError:
             pass
         raise InvalidArgument(self.name, f"must be a date as YYYY-MM-DD, got {raw!r}")
 
-    def choice(self, query: Query) -> str | None:
-        """One of ``choices``, as listed (in any case when ``any_case``); ``None`` when absent."""
+    def choice(self, query: Given) -> str | None:
+        """One of ``choices``, as listed (in any case when ``any_case``); ``None`` when absent
+        (code 2 when required)."""
         raw = query.get(self.name)
         if raw is None:
+            if self.required:
+                raise self.missing()
             return None
-        given = raw.lower() if self.any_case else raw
-        if given in self.choices:
+        given = raw.lower() if self.any_case and isinstance(raw, str) else raw
+        if isinstance(given, str) and given in self.choices:
             return given
         raise InvalidArgument(self.name, f"must be {self.alternatives}, got {raw!r}")
 
@@ -160,13 +183,49 @@ class Parameter:
             return f"one of {', '.join(self.choices)}"
         return f"{', '.join(first)} or {last}" if first else last
 
-    def identifier(self, query: Query) -> str:
+    def identifier(self, query: Given) -> str:
         """An identifier without the ASCII white space around it; code 2 when nothing is left
         (or nothing is given)."""
-        text = query.get(self.name, "").strip(BLANK)
-        if not text:
-            raise InvalidArgument(self.name, f"missing; give a {self.name} identifier")
+        text = self.text(query)
+        if text is None:
+            raise self.missing()
         return text
+
+    def text(self, query: Given) -> str | None:
+        """Text without the ASCII white space around it; ``None`` when absent and not required.
+        Code 2 when nothing is left, or when a write's field is not text."""
+        raw = query.get(self.name)
+        if raw is None:
+            if self.required:
+                raise self.missing()
+            return None
+        if not isinstance(raw, str):
+            raise InvalidArgument(self.name, "must be a non-blank string")
+        text = raw.strip(BLANK)
+        if not text:
+            raise self.missing()
+        return text
+
+    def items(self, query: Given) -> list[str] | None:
+        """A list of text (a JSON array, or comma-separated); ``None`` when absent and not
+        required. Its items are checked by the operation (``choices`` says which it takes)."""
+        raw = query.get(self.name)
+        if raw is None:
+            if self.required:
+                raise self.missing()
+            return None
+        if isinstance(raw, str):
+            raw = [v.strip() for v in raw.split(",") if v.strip()]
+        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+            raise InvalidArgument(self.name, f"must be {self.wanted}")
+        return raw
+
+    def cursor(self, query: Given) -> str | None:
+        """A walk's position as given; ``None`` when absent or empty (the walk's start)."""
+        raw = query.get(self.name)
+        if raw is not None and not isinstance(raw, str):
+            raise InvalidArgument(self.name, "not a cursor of this list; start again without it")
+        return raw or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +597,11 @@ WRITES: tuple[Operation, ...] = (
 _HOOK = "Needs a key with the `webhooks` scope; only the caller's application's endpoints."
 _RETRY = "Safe to retry with an `Idempotency-Key` header."
 ENDPOINT = Parameter(
-    "endpoint", "string", "The endpoint's id (`we_...`), as created.", required=True
+    "endpoint",
+    "string",
+    "The endpoint's id (`we_...`), as created.",
+    required=True,
+    wanted="an endpoint identifier",
 )
 _EVENTS_DOC = "Event types to send: a JSON array, or in a form comma-separated or repeated."
 URL = Parameter(
@@ -546,9 +609,16 @@ URL = Parameter(
     "string",
     "An https:// address that resolves to no private, loopback or link-local address.",
     required=True,
+    wanted="an https:// address",
 )
 EVENTS = Parameter(
-    "events", "list", _EVENTS_DOC, required=True, choices=EVENT_TYPES, example="sale.completed"
+    "events",
+    "list",
+    _EVENTS_DOC,
+    required=True,
+    choices=EVENT_TYPES,
+    example="sale.completed",
+    wanted="a list of event types",
 )
 _HOOK_ERRORS = (*WRITE_ERRORS, WebhookNotFound)
 
@@ -634,7 +704,16 @@ WEBHOOKS: tuple[Operation, ...] = (
         "Send one event to a webhook endpoint again, now",
         "Posted at once, signed as any delivery, logged with the endpoint's attempts; not "
         "retried. The answer is the attempt.",
-        (ENDPOINT, Parameter("event", "string", "The event's id (`evt_...`).", required=True)),
+        (
+            ENDPOINT,
+            Parameter(
+                "event",
+                "string",
+                "The event's id (`evt_...`).",
+                required=True,
+                wanted="an event identifier",
+            ),
+        ),
         m.WebhookAttempt,
         "endpoint or event",
     ),

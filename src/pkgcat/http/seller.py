@@ -17,7 +17,16 @@ from pkgcat import shapes
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
-from pkgcat.http.operations import BY_NAME, END, LIMIT, PACKAGE, START, buyer, days_and_range
+from pkgcat.http.operations import (
+    BY_NAME,
+    CURSOR,
+    END,
+    LIMIT,
+    PACKAGE,
+    START,
+    buyer,
+    days_and_range,
+)
 from pkgcat.http.params import Handler, Query, ResponseCache
 from pkgcat.services import CatalogueService
 
@@ -68,7 +77,7 @@ async def source_packages(
 ) -> bytes:
     paid, online = _PAID.flag(query), _ONLINE.flag(query)
     limit = LIMIT.page_size(query)
-    cursor = query.get("cursor") or None
+    cursor = CURSOR.cursor(query)
     key = ("source/packages", paid, online, limit, cursor)
     return await cache.answer(
         caller, key, _source_packages, service, caller, paid, online, limit, cursor
@@ -138,8 +147,8 @@ async def sales(
     end = END.day(query)
     days = service.sales_days(caller, START.day(query), end)
     status = _STATUS.choice(query)
-    package_id = _SOLD.identifier(query) if "package" in query else None
-    cursor = query.get("cursor") or None
+    package_id = _SOLD.text(query)
+    cursor = CURSOR.cursor(query)
     key = ("source/sales", days, package_id, status, limit, cursor)
     return await cache.answer(
         caller, key, _sales, service, caller, days, package_id, status, limit, cursor

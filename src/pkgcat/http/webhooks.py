@@ -26,7 +26,16 @@ from python_multipart.multipart import parse_options_header
 from pkgcat.domain import Caller
 from pkgcat.errors import InternalError, InvalidArgument, WebhookNotFound
 from pkgcat.http.errors import envelope
-from pkgcat.http.operations import BY_NAME, ENDPOINT, FIELDS, JSON, LIMIT, Operation, Parameter
+from pkgcat.http.operations import (
+    BY_NAME,
+    CURSOR,
+    ENDPOINT,
+    FIELDS,
+    JSON,
+    LIMIT,
+    Given,
+    Operation,
+)
 from pkgcat.http.params import Query
 from pkgcat.http.uploads import Incoming, idempotency_key
 from pkgcat.repository.keys import KeyProblem
@@ -89,6 +98,20 @@ async def read_fields(incoming: Incoming) -> tuple[Fields, bytes]:
         if not message.get("more_body", False):
             break
     body = b"".join(chunks)
+    fields = _fields(kind, body)
+    for name, value in fields.items():  # a flag given as a boolean in words: true or false
+        if value in _BOOLEANS and name in _FLAGS:
+            fields[name] = value == "true"
+    return fields, body
+
+
+_BOOLEANS = ("true", "false")
+_FLAGS = frozenset(
+    p.name for o in BY_NAME.values() if o.fields for p in o.parameters if p.kind == "flag"
+)
+
+
+def _fields(kind: str, body: bytes) -> Fields:
     if kind == JSON:
         try:
             fields = orjson.loads(body or b"{}")
@@ -96,7 +119,7 @@ async def read_fields(incoming: Incoming) -> tuple[Fields, bytes]:
             raise InvalidArgument("body", f"not JSON: {error}") from None
         if not isinstance(fields, dict):
             raise InvalidArgument("body", "must be a JSON object of the operation's fields")
-        return fields, body
+        return fields
     form: Fields = {}
     for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
         if name == "events":  # repeated or comma-separated
@@ -105,40 +128,7 @@ async def read_fields(incoming: Incoming) -> tuple[Fields, bytes]:
             raise InvalidArgument(name, "given more than once")
         else:
             form[name] = value
-    return form, body
-
-
-def _text(fields: Fields, parameter: Parameter) -> str | None:
-    value = fields.get(parameter.name)
-    if value is None:
-        if parameter.required:
-            raise InvalidArgument(parameter.name, "required")
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidArgument(parameter.name, "must be a non-blank string")
-    return value.strip()
-
-
-def _events(fields: Fields, required: bool) -> list[str] | None:
-    value = fields.get("events")
-    if value is None:
-        if required:
-            raise InvalidArgument("events", "required: a list of event types")
-        return None
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidArgument("events", "must be a list of event types")
-    return value
-
-
-def _enabled(fields: Fields) -> bool | None:
-    value = fields.get("enabled")
-    if value is None or isinstance(value, bool):
-        return value
-    if value in (0, 1, "0", "1", "true", "false"):
-        return value in (1, "1", "true")
-    raise InvalidArgument("enabled", f"must be true or false (1 or 0), got {value!r}")
+    return form
 
 
 def _moment(seconds: int, caller: Caller) -> str:
@@ -180,7 +170,7 @@ async def _write(
     managed: Managed,
     caller: Caller,
     incoming: Incoming,
-    work: Callable[[Fields], Callable[[], dict[str, Any]]],
+    work: Callable[[Given], Callable[[], dict[str, Any]]],
 ) -> bytes:
     """Read the fields, recall a kept answer or do ``work(fields)`` and keep its answer."""
     key = idempotency_key(incoming)
@@ -215,11 +205,10 @@ async def create(call: Call) -> bytes:
     _, managed, caller, _, incoming = call
     operation = BY_NAME["webhook/create"]
 
-    def work(fields: Fields) -> Callable[[], dict[str, Any]]:
-        url = _text(fields, operation.parameter("url"))
-        events = _events(fields, required=True)
-        assert url is not None
-        assert events is not None
+    def work(fields: Given) -> Callable[[], dict[str, Any]]:
+        url = operation.parameter("url").identifier(fields)
+        events = operation.parameter("events").items(fields)
+        assert events is not None  # required
         return lambda: _secret_body(managed.create(caller.application.id, url, events), caller)
 
     return await _write(operation, managed, caller, incoming, work)
@@ -229,11 +218,11 @@ async def update(call: Call) -> bytes:
     _, managed, caller, _, incoming = call
     operation = BY_NAME["webhook/update"]
 
-    def work(fields: Fields) -> Callable[[], dict[str, Any]]:
-        endpoint = _endpoint(fields)
-        url = _text(fields, operation.parameter("url"))
-        events = _events(fields, required=False)
-        enabled = _enabled(fields)
+    def work(fields: Given) -> Callable[[], dict[str, Any]]:
+        endpoint = ENDPOINT.identifier(fields)
+        url = operation.parameter("url").text(fields)
+        events = operation.parameter("events").items(fields)
+        enabled = operation.parameter("enabled").flag(fields)
         if url is None and events is None and enabled is None:
             raise InvalidArgument("url", "give url, events or enabled to change")
         changed = partial(
@@ -245,17 +234,11 @@ async def update(call: Call) -> bytes:
     return await _write(operation, managed, caller, incoming, work)
 
 
-def _endpoint(fields: Fields) -> str:
-    found = _text(fields, ENDPOINT)
-    assert found is not None
-    return found
-
-
 async def delete(call: Call) -> bytes:
     _, managed, caller, _, incoming = call
 
-    def work(fields: Fields) -> Callable[[], dict[str, Any]]:
-        endpoint = _endpoint(fields)
+    def work(fields: Given) -> Callable[[], dict[str, Any]]:
+        endpoint = ENDPOINT.identifier(fields)
 
         def deleted() -> dict[str, Any]:
             managed.delete(caller.application.id, endpoint)
@@ -269,8 +252,8 @@ async def delete(call: Call) -> bytes:
 async def roll_secret(call: Call) -> bytes:
     _, managed, caller, _, incoming = call
 
-    def work(fields: Fields) -> Callable[[], dict[str, Any]]:
-        endpoint = _endpoint(fields)
+    def work(fields: Given) -> Callable[[], dict[str, Any]]:
+        endpoint = ENDPOINT.identifier(fields)
         return lambda: _secret_body(managed.roll_secret(caller.application.id, endpoint), caller)
 
     return await _write(BY_NAME["webhook/roll-secret"], managed, caller, incoming, work)
@@ -280,10 +263,9 @@ async def redeliver(call: Call) -> bytes:
     _, managed, caller, _, incoming = call
     operation = BY_NAME["webhook/redeliver"]
 
-    def work(fields: Fields) -> Callable[[], dict[str, Any]]:
-        endpoint = _endpoint(fields)
-        event = _text(fields, operation.parameter("event"))
-        assert event is not None
+    def work(fields: Given) -> Callable[[], dict[str, Any]]:
+        endpoint = ENDPOINT.identifier(fields)
+        event = operation.parameter("event").identifier(fields)
         sent = partial(managed.redeliver, caller.application.id, endpoint, event)
         return lambda: attempt_body(sent(), caller)
 
@@ -294,12 +276,10 @@ async def send_test(call: Call) -> bytes:
     _, managed, caller, _, incoming = call
     operation = BY_NAME["webhook/test"]
 
-    def work(fields: Fields) -> Callable[[], dict[str, Any]]:
-        endpoint = _endpoint(fields)
-        given = fields.get("event_type")
-        kind = EVENT_TYPE.choice({"event_type": given} if isinstance(given, str) else {})
-        if kind is None:
-            raise InvalidArgument("event_type", f"required: one of {', '.join(EVENT_TYPE.choices)}")
+    def work(fields: Given) -> Callable[[], dict[str, Any]]:
+        endpoint = ENDPOINT.identifier(fields)
+        kind = EVENT_TYPE.choice(fields)
+        assert kind is not None  # required
         sent = partial(managed.send_test, caller.application.id, endpoint, kind)
         return lambda: attempt_body(sent(), caller)
 
@@ -317,14 +297,12 @@ async def list_endpoints(call: Call) -> bytes:
 
 async def deliveries(call: Call) -> bytes:
     service, managed, caller, query, _ = call
-    endpoint = query.get("endpoint", "").strip()
-    if not endpoint:
-        raise InvalidArgument("endpoint", "required: the endpoint's id")
+    endpoint = ENDPOINT.identifier(query)
     limit = LIMIT.page_size(query)
     cursors = await service.cursors()
     filters = (("endpoint", endpoint),)
     before = None
-    cursor = query.get("cursor") or None
+    cursor = CURSOR.cursor(query)
     if cursor is not None:
         position = cursors.read(cursor, "webhook/deliveries", caller.application.id, filters)
         if len(position) != 1 or not isinstance(position[0], int):

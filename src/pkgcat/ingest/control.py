@@ -38,7 +38,7 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import urljoin
 
 import orjson
@@ -48,6 +48,7 @@ from debian.debian_support import Version
 from pkgcat.ingest.compatible import Compatibility, compatibility
 from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.text import control_in_stanza
+from pkgcat.storage.records import Record
 
 _BLANK_LINES = re.compile(rb"\n(?:[ \t\r]*\n)+")
 _LEADING_BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)+")
@@ -96,39 +97,6 @@ class Stanza(Deb822):
 
 class Skip(Exception):
     """A stanza that cannot become a record; the message is the reason reports show."""
-
-
-class Record(NamedTuple):
-    """One (package, version, architecture) record: the columns of ``package_records``."""
-
-    package: str
-    version: str
-    architecture: str
-    name: str
-    author: str
-    maintainer: str
-    section: str
-    description: str
-    long_description: str
-    pre_depends: str
-    depends: str
-    conflicts: str
-    replaces: str
-    relations: str
-    size: int
-    md5sum: str
-    sha256: str
-    filename: str
-    tag: str
-    compatible: str
-    commercial: bool
-    icon: str
-    url: str
-    depiction: str
-    screenshots: str
-
-
-RECORD_COLUMNS: tuple[str, ...] = Record._fields
 
 
 def iter_stanzas(data: bytes) -> Iterator[tuple[int, int, int]]:

@@ -11,7 +11,7 @@ what the source holds; from it and the indexes, :class:`Loader` makes the
    record with its (package, version, architecture).
 2. The depictions of the new and changed records are read for their
    screenshots (:mod:`pkgcat.ingest.depictions`), over the network if need be.
-3. Each package's best record (:mod:`pkgcat.ingest.versions`) is compared with
+3. Each package's best record (:mod:`pkgcat.versions`) is compared with
    the one its ``packages`` row shows: new and changed ones are to be copied
    into ``packages``. A package with no record left is to be set offline,
    never deleted: purchases refer to it.
@@ -30,14 +30,15 @@ from itertools import chain
 
 import orjson
 
-from pkgcat.ingest.control import RECORD_COLUMNS, Record, iter_stanzas
+from pkgcat.ingest.control import iter_stanzas
 from pkgcat.ingest.depictions import Depictions
 from pkgcat.ingest.errors import IngestError
 from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.repository import Index
-from pkgcat.ingest.versions import Preference, best
 from pkgcat.ingest.workers import Mapped, map_stanzas
+from pkgcat.storage.records import RECORD_COLUMNS, Record
 from pkgcat.storage.writes.imports import ImportPlan, SourceState, SourceWrite
+from pkgcat.versions import Preference, best
 
 MAPPING_VERSION = b"pkgcat-records-2"
 """Part of every fingerprint: change it when the mapping changes, so every record is re-read."""

@@ -32,7 +32,6 @@ from pkgcat.ingest.fetch import fetcher, is_address
 from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.load import Loader, Outcome
 from pkgcat.ingest.repository import Repository, Selection, open_repository
-from pkgcat.ingest.versions import Preference
 from pkgcat.ingest.workers import default_jobs
 from pkgcat.net.fetcher import Policy
 from pkgcat.storage.writes.imports import (
@@ -43,6 +42,7 @@ from pkgcat.storage.writes.imports import (
     read_source,
 )
 from pkgcat.storage.writes.sources import AdminError, check_address, check_name
+from pkgcat.versions import Preference
 
 OnProgress = Callable[[int, int], None]
 """Called with (stanzas parsed so far, stanzas to parse)."""

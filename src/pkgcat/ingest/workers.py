@@ -18,8 +18,9 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from pkgcat.ingest.control import Mapper, Record, Skip, quiet_python_debian
+from pkgcat.ingest.control import Mapper, Skip, quiet_python_debian
 from pkgcat.ingest.limits import ImportLimits
+from pkgcat.storage.records import Record
 
 PARALLEL_FROM = 20_000
 """Below this many stanzas to parse, starting workers costs more than it saves."""

@@ -24,8 +24,9 @@ from debian.arfile import ArError
 from debian.deb822 import Deb822
 from debian.debfile import DebError, DebFile
 
-from pkgcat.ingest.control import Mapper, Record, Skip, quiet_python_debian
+from pkgcat.ingest.control import Mapper, Skip, quiet_python_debian
 from pkgcat.storage.blobs import CHUNK
+from pkgcat.storage.records import Record
 
 REQUIRED = ("Package", "Version", "Architecture", "Maintainer", "Description")
 """The fields deb-control(5) requires in a binary package's control file."""

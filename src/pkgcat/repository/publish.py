@@ -27,10 +27,10 @@ import anyio
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
-from pkgcat.ingest.versions import Preference
 from pkgcat.repository.debs import DebInfo, Refused, check_size, inspect_deb
 from pkgcat.storage.blobs import BlobStore
 from pkgcat.storage.writes.published import read_owner, source_address, write_published
+from pkgcat.versions import Preference
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,12 +17,12 @@ import anyio
 from sqlalchemy import Engine
 
 from pkgcat.config import Settings
-from pkgcat.ingest.versions import Preference
 from pkgcat.repository.debs import Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.blobs import BlobStore
 from pkgcat.storage.writes.idempotency import Kept, keep, recall
 from pkgcat.storage.writes.published import source_name
+from pkgcat.versions import Preference
 
 
 class Uploads:

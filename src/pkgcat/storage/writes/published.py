@@ -24,11 +24,11 @@ from typing import NamedTuple
 from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.engine import Connection
 
-from pkgcat.ingest.control import RECORD_COLUMNS, Record
-from pkgcat.ingest.versions import Preference, best
 from pkgcat.storage import schema as t
+from pkgcat.storage.records import RECORD_COLUMNS, Record
 from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.imports import _copy_statements
+from pkgcat.versions import Preference, best
 
 
 @dataclass(frozen=True, slots=True)
