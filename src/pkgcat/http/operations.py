@@ -186,6 +186,11 @@ class Parameter:
     def identifier(self, query: Given) -> str:
         """An identifier without the ASCII white space around it; code 2 when nothing is left
         (or nothing is given)."""
+        raw = query.get(self.name)
+        if type(raw) is str:  # the request path's case, without a second call
+            text: str | None = raw.strip(BLANK)
+            if text:
+                return text
         text = self.text(query)
         if text is None:
             raise self.missing()
