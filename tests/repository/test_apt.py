@@ -117,6 +117,19 @@ class Apt:
         )
 
 
+def written_log(served: Served, last: str) -> str:
+    """The server's output once it holds ``last``: the access log reaches its file from a
+    writer thread, in batches, within 0.1 s of each request."""
+    deadline = time.monotonic() + 10
+    while True:
+        served.log.flush()
+        log = Path(served.log.name).read_text()
+        if last in log:
+            return log
+        assert time.monotonic() < deadline, f"no {last!r} in the log within 10 s:\n{log}"
+        time.sleep(0.05)  # polling for the writer thread, not timing it
+
+
 def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
     repository: tuple[Served, Path], tmp_path: Path
 ) -> None:
@@ -135,8 +148,7 @@ def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
     served_bytes = httpx.get(f"{served.base}/repo/Packages").text
     [stanza] = [s for s in served_bytes.split("\n\n") if "Package: com.alpha.tool" in s]
     assert f"SHA256: {hashlib.sha256(fetched.read_bytes()).hexdigest()}" in stanza
-    served.log.flush()
-    log = Path(served.log.name).read_text()
+    log = written_log(served, "GET /repo/Packages - status")
     assert re.search(r"GET /repo/(\./)?InRelease - status=200", log), log
     # apt took the index by hash (by its strongest digest), never by name.
     assert re.search(r"GET /repo/(\./)?by-hash/SHA512/[0-9a-f]{128} - status=200", log), log
