@@ -45,7 +45,7 @@ run: $(STAMP) ## seed the demo into ./pkgcat.db (once) and serve on http://127.0
 # assertions) one at a time, adding to the same coverage data, whose floor the second run checks.
 TEST_WORKERS ?= 2
 test: $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite (on PostgreSQL and Redis when they answer)
-	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" --cov-report= --cov-fail-under=0
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" --cov-report= --cov-fail-under=0 --durations=25
 	$(BIN)/pytest -m alone --cov-append
 
 test-fast: $(STAMP) ## the inner loop: no slow, soak, browser or generated-client tests, no coverage
