@@ -26,7 +26,7 @@ import hmac
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -35,9 +35,11 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    Metric,
     generate_latest,
     multiprocess,
 )
+from prometheus_client.registry import Collector
 
 from pkgcat.storage.backends import Storage
 from pkgcat.storage.cache import GenerationCache
@@ -280,7 +282,7 @@ class Metrics:
             return generate_latest(self._registry)
         self._forget_dead_workers()
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=self._directory)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+        registry.register(_WorkersFiles(self._directory))
         return generate_latest(registry)
 
     def _forget_dead_workers(self) -> None:
@@ -290,6 +292,30 @@ class Metrics:
             found = _LIVE_GAUGE_FILE.search(path)
             if found is not None and not _alive(int(found.group(1))):
                 _mark_dead(int(found.group(1)), self._directory)
+
+
+class _WorkersFiles(Collector):
+    """Every worker's metric files, summed as prometheus_client's multiprocess collector does,
+    without the files a starting worker has created and not yet written (empty for a moment:
+    read then, they had failed the whole scrape with a 500)."""
+
+    def __init__(self, directory: str) -> None:
+        self._directory = directory
+
+    def collect(self) -> Iterable[Metric]:
+        files = [
+            path for path in glob.glob(os.path.join(self._directory, "*.db")) if _written(path)
+        ]
+        merged: Iterable[Metric] = multiprocess.MultiProcessCollector.merge(files, accumulate=True)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+        return merged
+
+
+def _written(path: str) -> bool:
+    """Whether a metric file holds at least its header (its used size, 8 bytes)."""
+    try:
+        return os.path.getsize(path) >= 8
+    except OSError:  # gone meanwhile: its worker was marked dead
+        return False
 
 
 def _mark_dead(pid: int, directory: str) -> None:

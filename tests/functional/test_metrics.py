@@ -333,3 +333,31 @@ def test_a_killed_workers_counts_stay_and_its_gauges_go(
             )
     finally:
         kill_marked(postgres_url)
+
+
+@pytest.mark.server
+def test_a_scrape_while_a_worker_starts_leaves_out_its_unwritten_file(
+    served_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A starting worker's metric file exists, empty, for a moment before its header is
+    written: a scrape in that moment (after a killed worker, say) answered 500."""
+    apps = seed(served_env)
+    with serving(served_env, tmp_path / "server.log", workers=1, apps=apps) as served:
+        [worker] = poll(
+            lambda: found if len(found := children(served.process.pid)) == 1 else None,
+            "the worker",
+        )
+        directory = worker_directory(worker.pid)
+        assert get(served, DETAILS, apps[0]["secret_key"], package=apps[0]["paid_package"]) == 200
+        (directory / "counter_4194304.db").touch()  # as a new worker's, before its header
+        counted = scrape(served.base)
+        assert (
+            value(
+                counted,
+                "pkgcat_requests_total",
+                operation="package/details",
+                status="200",
+                code="0",
+            )
+            == 1
+        )
