@@ -1,4 +1,8 @@
-"""The catalogue's records, as the use cases see them: no HTTP, no SQL, no shape."""
+"""The catalogue's records, as storage reads them and the use cases see them: no HTTP, no SQL,
+no shape.
+
+What one use case answers (a page, a report) is declared beside it, in :mod:`pkgcat.services`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from decimal import Decimal
 from typing import Literal, NamedTuple
 
 Shape = Literal["A", "B"]
-"""The two response shapes of the API (spec section 9); :mod:`pkgcat.shapes` renders them."""
+"""The two response shapes of the API (spec section 9); :mod:`pkgcat.models` renders them."""
 
 Scope = Literal["package", "source"]
 """What a purchase pays for: one package, or every paid package of its source."""
@@ -133,17 +137,6 @@ class Purchase:
     payment_platform: str
 
 
-@dataclass(frozen=True, slots=True)
-class BuyersPage:
-    """A page of buyers: ``start`` is ``(page - 1) * limit``."""
-
-    start: int
-    limit: int
-    total: int
-    page: int
-    buyers: tuple[Purchase, ...]
-
-
 class UsageDay(NamedTuple):
     """Requests an application made on one calendar day of its time zone.
 
@@ -218,55 +211,3 @@ class SalesTotal:
     """Refunded and charged-back purchases."""
     refunded: Decimal
     """The gross amount of those."""
-
-
-@dataclass(frozen=True, slots=True)
-class PackagesPage:
-    """A page of a source's own packages; ``cursor`` resumes after it (``None``: the last page)."""
-
-    packages: tuple[Package, ...]
-    limit: int
-    cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class DownloadsReport:
-    """Whole downloads of one package per UTC day, oldest first, days without any at 0."""
-
-    package: str
-    days: tuple[UsageDay, ...]
-    """Each day and its downloads (a ``UsageDay``: a day and a count)."""
-
-    @property
-    def total(self) -> int:
-        return sum(day.requests for day in self.days)
-
-
-@dataclass(frozen=True, slots=True)
-class SalesPage:
-    """A page of the sales ledger between two days, with the totals of the whole ledger."""
-
-    start: date
-    end: date
-    sales: tuple[Sale, ...]
-    totals: tuple[SalesTotal, ...]
-    limit: int
-    cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class BuyersWalk:
-    """A page of buyers walked with cursors: ``total`` counts them all, as a page does."""
-
-    limit: int
-    total: int
-    buyers: tuple[Purchase, ...]
-    cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """Whether a buyer owns a package, and through which purchase (``None``: not owned)."""
-
-    package: str
-    ownership: Ownership | None

@@ -1,4 +1,4 @@
-"""The use cases behind the operations: no HTTP, no SQL.
+"""The use cases behind the operations, and what each answers: no HTTP, no SQL.
 
 A request first goes through :meth:`CatalogueService.admit` (the key, the
 rate limit and the durable count), then through one operation. Each method raises a
@@ -8,7 +8,7 @@ rate limit and the durable count), then through one operation. Each method raise
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -16,17 +16,15 @@ from zoneinfo import ZoneInfo
 from pkgcat import keys
 from pkgcat.cursors import Cursors, key_position, text_position
 from pkgcat.domain import (
-    BuyersPage,
-    BuyersWalk,
     Caller,
-    Check,
-    DownloadsReport,
     KeyRecord,
     KeyScope,
+    Ownership,
     Package,
-    PackagesPage,
+    Purchase,
     RateDecision,
-    SalesPage,
+    Sale,
+    SalesTotal,
     Shape,
     UsageDay,
     scopes_text,
@@ -129,6 +127,74 @@ def _days_until(last: date, days: int) -> tuple[date, ...]:
     At most 1,024 calendars of at most 366 dates (about 40 bytes each): under
     15 MB even if every one held a year (a day's 365 values of ``days`` fit)."""
     return tuple(last - timedelta(days=days - n) for n in range(days + 1))
+
+
+# --- what the use cases answer ------------------------------------------------------------------
+# Built here from what storage reads, rendered by pkgcat.models. A record that storage itself
+# builds, or that several operations share, is in pkgcat.domain.
+
+
+@dataclass(frozen=True, slots=True)
+class BuyersPage:
+    """A page of buyers: ``start`` is ``(page - 1) * limit``."""
+
+    start: int
+    limit: int
+    total: int
+    page: int
+    buyers: tuple[Purchase, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PackagesPage:
+    """A page of a source's own packages; ``cursor`` resumes after it (``None``: the last page)."""
+
+    packages: tuple[Package, ...]
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DownloadsReport:
+    """Whole downloads of one package per UTC day, oldest first, days without any at 0."""
+
+    package: str
+    days: tuple[UsageDay, ...]
+    """Each day and its downloads (a ``UsageDay``: a day and a count)."""
+
+    @property
+    def total(self) -> int:
+        return sum(day.requests for day in self.days)
+
+
+@dataclass(frozen=True, slots=True)
+class SalesPage:
+    """A page of the sales ledger between two days, with the totals of the whole ledger."""
+
+    start: date
+    end: date
+    sales: tuple[Sale, ...]
+    totals: tuple[SalesTotal, ...]
+    limit: int
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BuyersWalk:
+    """A page of buyers walked with cursors: ``total`` counts them all, as a page does."""
+
+    limit: int
+    total: int
+    buyers: tuple[Purchase, ...]
+    cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Whether a buyer owns a package, and through which purchase (``None``: not owned)."""
+
+    package: str
+    ownership: Ownership | None
 
 
 class CatalogueService:

@@ -1,7 +1,7 @@
 """Any response our server can render, in either shape and any zone, reads back to its values.
 
 Records are generated as the server's domain objects, rendered by the server's
-own :mod:`pkgcat.shapes`, sent through JSON as on the wire, and read by the
+own :mod:`pkgcat.models`, sent through JSON as on the wire, and read by the
 client given the application's zone. Only what shape B cannot carry may differ:
 the A-only fields (``None``), the scheme of addresses, and a wall time that
 occurs twice when clocks go back (shape B has no offset to tell them apart).
@@ -20,9 +20,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pkgcat import shapes
+from pkgcat import models
 from pkgcat.client import Client, Operator, Relation
-from pkgcat.domain import SHAPES, BuyersPage, Package, Purchase, Shape, Source, UsageDay
+from pkgcat.domain import SHAPES, Package, Purchase, Shape, Source, UsageDay
+from pkgcat.services import BuyersPage
 from tests.client.conftest import BASE, KEY, answer
 
 ZONES = [
@@ -127,7 +128,7 @@ def without_scheme(address: str) -> str:
 )
 def test_usage(shape: Shape, zone: ZoneInfo, start: date, values: list[int]) -> None:
     days = [UsageDay(day=start + timedelta(days=n), requests=c) for n, c in enumerate(values)]
-    got = read(shapes.usage_body(days, shape, zone), zone).usage()
+    got = read(models.usage_body(days, shape, zone), zone).usage()
     assert [(d.day, d.usage) for d in got] == [(d.day, d.requests) for d in days]
     for entry, day in zip(got, days, strict=True):
         assert entry.date == datetime(day.day.year, day.day.month, day.day.day, tzinfo=zone)
@@ -177,7 +178,7 @@ packages = st.builds(
 def test_package(shape: Shape, zone: ZoneInfo, package: Package, fields: list[Any]) -> None:
     relations = dict(zip(["pre_depends", "depends", "conflicts", "replaces"], fields, strict=True))
     package = replace(package, **{name: raw for name, (raw, _) in relations.items()})
-    got = read(shapes.package_body(package, shape, zone), zone).package(package.package)
+    got = read(models.package_body(package, shape, zone), zone).package(package.package)
 
     for name in (
         "package", "name", "version", "author", "section", "description", "long_description",
@@ -237,7 +238,7 @@ def test_buyers(
     shape: Shape, zone: ZoneInfo, page: int, limit: int, total: int, buyers: list[Purchase]
 ) -> None:
     rendered = BuyersPage((page - 1) * limit, limit, total, page, tuple(buyers))
-    got = read(shapes.buyers_body(rendered, shape, zone), zone).buyers("p", limit, page)
+    got = read(models.buyers_body(rendered, shape, zone), zone).buyers("p", limit, page)
     assert (got.start, got.limit, got.total, got.page) == ((page - 1) * limit, limit, total, page)
     assert len(got.buyers) == len(buyers)
     for mine, theirs in zip(got.buyers, buyers, strict=True):
@@ -262,6 +263,6 @@ def test_a_wall_time_that_occurs_twice_reads_as_its_first_occurrence(package: Pa
     paris = ZoneInfo("Europe/Paris")
     # 02:30 happens twice in Paris on 27 October 2024: at 00:30 and at 01:30 UTC.
     package = replace(package, released_at=datetime(2024, 10, 27, 1, 30, tzinfo=UTC))
-    got = read(shapes.package_body(package, "B", paris), paris).package(package.package)
+    got = read(models.package_body(package, "B", paris), paris).package(package.package)
     assert got.date.isoformat() == "2024-10-27T02:30:00+02:00"
     assert got.date == datetime(2024, 10, 27, 0, 30, tzinfo=UTC)

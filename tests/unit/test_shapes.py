@@ -1,4 +1,4 @@
-"""shapes.py on its own: the rules of each shape, for any value."""
+"""The shapes of models.py on their own: the rules of each shape, for any value."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pkgcat.domain import BuyersPage, Purchase, Shape, UsageDay
-from pkgcat.shapes import buyers_body, usage_body
+from pkgcat.domain import Purchase, Shape, UsageDay
+from pkgcat.models import buyers_body, usage_body
+from pkgcat.services import BuyersPage
 
 UTC_ZONE = ZoneInfo("UTC")
 SHAPES: tuple[Shape, ...] = ("A", "B")

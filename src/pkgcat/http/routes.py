@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
-from pkgcat import shapes
+from pkgcat import models
 from pkgcat.domain import Caller
 from pkgcat.http import seller, uploads, webhooks
 from pkgcat.http.errors import envelope, envelope_of_items
@@ -81,7 +81,7 @@ async def _settled_usage(
     operations = await service.usage_operations_on(caller, days) if by else None
     zone = ZoneInfo(caller.timezone)
     return _json_items(
-        shapes.usage_body(counts, caller.shape, zone, ends_today=ends, operations=operations)
+        models.usage_body(counts, caller.shape, zone, ends_today=ends, operations=operations)
     )
 
 
@@ -109,7 +109,7 @@ async def usage(
     operations = await service.usage_operations_on(caller, live_days) if by else None
     zone = ZoneInfo(caller.timezone)
     return envelope_of_items(
-        settled, _json_items(shapes.usage_body(recent, caller.shape, zone, operations=operations))
+        settled, _json_items(models.usage_body(recent, caller.shape, zone, operations=operations))
     )
 
 
@@ -117,7 +117,7 @@ async def _details(
     service: CatalogueService, caller: Caller, package_id: str, counted: int
 ) -> bytes:
     package = service.with_downloads(await service.package_details(caller, package_id), counted)
-    return envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
+    return envelope(models.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
 
 
 async def details(
@@ -135,7 +135,7 @@ async def _buyers(
     service: CatalogueService, caller: Caller, package_id: str, limit: int, page: int
 ) -> bytes:
     found = await service.buyers(caller, package_id, limit=limit, page=page)
-    return envelope(shapes.buyers_body(found, caller.shape, ZoneInfo(caller.timezone)))
+    return envelope(models.buyers_body(found, caller.shape, ZoneInfo(caller.timezone)))
 
 
 async def buyers(

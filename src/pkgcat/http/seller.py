@@ -4,7 +4,7 @@ package/downloads, and buyers' cursor mode.
 Each handler has the signature of every other (:data:`pkgcat.http.routes.Handler`):
 it reads its parameters through the table (:mod:`pkgcat.http.operations`), calls one use
 case of :class:`~pkgcat.services.CatalogueService` and renders the answer with
-:mod:`pkgcat.shapes`, kept for the catalogue generation (:meth:`ResponseCache.answer`).
+:mod:`pkgcat.models`, kept for the catalogue generation (:meth:`ResponseCache.answer`).
 Parameters are read before anything is: a bad one is code 2 naming it.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date
 from zoneinfo import ZoneInfo
 
-from pkgcat import shapes
+from pkgcat import models
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
@@ -41,7 +41,7 @@ async def _buyers_walk(
     service: CatalogueService, caller: Caller, package_id: str, limit: int, cursor: str
 ) -> bytes:
     walk = await service.buyers_walk(caller, package_id, limit, cursor)
-    return envelope(shapes.buyers_walk_body(walk, caller.shape, ZoneInfo(caller.timezone)))
+    return envelope(models.buyers_walk_body(walk, caller.shape, ZoneInfo(caller.timezone)))
 
 
 async def buyers_walk(
@@ -69,7 +69,7 @@ async def _source_packages(
         caller, paid=paid, online=online, limit=limit, cursor=cursor
     )
     zone = ZoneInfo(caller.timezone)
-    return envelope(shapes.source_packages_body(page, caller.shape, zone))
+    return envelope(models.source_packages_body(page, caller.shape, zone))
 
 
 async def source_packages(
@@ -93,7 +93,7 @@ async def _check(
     model: str | None,
 ) -> bytes:
     found = await service.check(caller, package_id, by, value, model)
-    return envelope(shapes.check_body(found, ZoneInfo(caller.timezone)))
+    return envelope(models.check_body(found, ZoneInfo(caller.timezone)))
 
 
 async def check(
@@ -122,7 +122,7 @@ async def downloads(
         days = _DAYS.within(days)
     calendar = service.downloads_calendar(caller, days, start, end)
     report = await service.downloads(caller, PACKAGE.identifier(query), calendar)
-    return envelope(shapes.downloads_body(report, caller.shape))
+    return envelope(models.downloads_body(report, caller.shape))
 
 
 async def _sales(
@@ -137,7 +137,7 @@ async def _sales(
     page = await service.sales(
         caller, days, package_id=package_id, status=status, limit=limit, cursor=cursor
     )
-    return envelope(shapes.sales_body(page, ZoneInfo(caller.timezone)))
+    return envelope(models.sales_body(page, ZoneInfo(caller.timezone)))
 
 
 async def sales(

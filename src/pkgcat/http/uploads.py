@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.types import Receive
 
-from pkgcat import shapes
+from pkgcat import models
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
@@ -218,7 +218,7 @@ async def upload(
         except (Refused, BlobMismatch) as error:
             raise InvalidArgument("file", str(error)) from None
         package = await service.published_details(published.package)
-        body = envelope(shapes.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
+        body = envelope(models.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
         if idempotency is not None:
             answer = Kept(OPERATION.name, received.sha256, 200, body)
             return _replayed(await uploads.keep(application, idempotency, answer), received.sha256)

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
-from pkgcat import shapes
+from pkgcat import models
 from pkgcat.domain import Purchase, Sale, Shape
 from pkgcat.storage import rows
 from pkgcat.storage.webhooks import StoredEvent
@@ -60,14 +60,14 @@ def render(
     facts = event.data
     data: dict[str, Any]
     if event.type.startswith("sale."):
-        data = shapes.sale_body(_sale(facts), zone)
+        data = models.sale_body(_sale(facts), zone)
     else:
         row = package_row(facts["package"])
-        data = dict(facts) if row is None else shapes.package_body(rows.package(row), shape, zone)
+        data = dict(facts) if row is None else models.package_body(rows.package(row), shape, zone)
     envelope = {
         "id": event.event_id,
         "type": event.type,
-        "created": shapes.moment(datetime.fromtimestamp(event.created_at, UTC), shape, zone),
+        "created": models.moment(datetime.fromtimestamp(event.created_at, UTC), shape, zone),
         "source": source,
         "test": test,
         "data": data,
