@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 import pkgcat.client
+from pkgcat.client import _models, _relations, _webhooks
 
 SRC = Path(pkgcat.client.__file__).parents[1]
 CLIENT_FILES = [
@@ -19,7 +22,7 @@ CLIENT_FILES = [
 
 
 def test_all_is_exactly_the_public_names() -> None:
-    assert pkgcat.client.__all__ == [
+    assert sorted(pkgcat.client.__all__) == [
         "APIConnectionError",
         "APIError",
         "AsyncClient",
@@ -65,6 +68,25 @@ def test_all_is_exactly_the_public_names() -> None:
         if not n.startswith("_") and not isinstance(value, ModuleType)
     }
     assert public == set(pkgcat.client.__all__)
+    assert len(set(pkgcat.client.__all__)) == len(pkgcat.client.__all__)
+
+
+@pytest.mark.parametrize("module", [_models, _relations, _webhooks], ids=lambda m: m.__name__)
+def test_every_record_is_exported(module: ModuleType) -> None:
+    """A record declared in the client's modules is importable from ``pkgcat.client``: the
+    package's ``__all__`` takes the records' modules' ``__all__`` whole."""
+    records = {
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, type)
+        and value.__module__ == module.__name__
+        and not name.startswith("_")
+        and not issubclass(value, Exception)
+    }
+    assert records
+    assert records <= set(pkgcat.client.__all__), sorted(records - set(pkgcat.client.__all__))
+    for name in records:
+        assert getattr(pkgcat.client, name) is getattr(module, name)
 
 
 def test_the_exception_tree() -> None:

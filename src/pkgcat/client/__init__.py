@@ -13,6 +13,7 @@ See ``docs/client.md`` for the whole guide, and :mod:`pkgcat.client._errors`
 for the exception tree.
 """
 
+from pkgcat.client import _models, _webhooks
 from pkgcat.client._client import AsyncClient, Client, KeyPlacement
 from pkgcat.client._errors import (
     APIConnectionError,
@@ -26,67 +27,24 @@ from pkgcat.client._errors import (
     RateLimitError,
     ServerError,
 )
-from pkgcat.client._models import (
-    Buyer,
-    BuyersCursorPage,
-    BuyersPage,
-    Downloads,
-    DownloadsDay,
-    Operator,
-    Ownership,
-    Package,
-    PackagesPage,
-    Purchase,
-    Relation,
-    Relations,
-    Sale,
-    SalesPage,
-    SalesTotal,
-    Source,
-    SourcePackage,
-    UsageDay,
-)
-from pkgcat.client._webhooks import (
-    WebhookAttempt,
-    WebhookDeliveries,
-    WebhookEndpoint,
-    WebhookSecret,
-)
+from pkgcat.client._models import *  # noqa: F403 - its records: what its __all__ names
+from pkgcat.client._webhooks import *  # noqa: F403 - the same for webhook/*
 
 __all__ = [
     "APIConnectionError",
     "APIError",
     "AsyncClient",
     "AuthenticationError",
-    "Buyer",
-    "BuyersCursorPage",
-    "BuyersPage",
     "Client",
-    "Downloads",
-    "DownloadsDay",
     "InvalidArgumentError",
     "KeyPlacement",
     "NotFoundError",
-    "Operator",
-    "Ownership",
-    "Package",
-    "PackagesPage",
     "PermissionDeniedError",
     "PkgcatError",
     "ProtocolError",
-    "Purchase",
     "RateLimitError",
-    "Relation",
-    "Relations",
-    "Sale",
-    "SalesPage",
-    "SalesTotal",
     "ServerError",
-    "Source",
-    "SourcePackage",
-    "UsageDay",
-    "WebhookAttempt",
-    "WebhookDeliveries",
-    "WebhookEndpoint",
-    "WebhookSecret",
 ]
+# The records, as their modules list them: a new record is exported where it is declared.
+__all__ += _models.__all__
+__all__ += _webhooks.__all__

@@ -48,18 +48,7 @@ from pkgcat.client._models import (
     SourcePackage,
     UsageDay,
 )
-from pkgcat.client._shapes import (
-    MalformedResponse,
-    read_buyers_any,
-    read_buyers_cursor_page,
-    read_buyers_page,
-    read_downloads,
-    read_ownership,
-    read_package,
-    read_packages_page,
-    read_sales_page,
-    read_usage,
-)
+from pkgcat.client._shapes import MalformedResponse
 from pkgcat.client._webhooks import (
     WEBHOOK,
     WebhookAttempt,
@@ -277,32 +266,32 @@ class _Core:
         params = _given(days=days, start=start, end=end, by=by)
         if days is None and start is None and end is None:
             params["days"] = "30"
-        return self._exchange(_USAGE, params, read_usage)
+        return self._exchange(_USAGE, params, UsageDay._read_all)
 
     def package(self, package_id: str) -> _Exchange[Package]:
-        return self._exchange(_DETAILS, {"package": package_id}, read_package)
+        return self._exchange(_DETAILS, {"package": package_id}, Package._read)
 
     def buyers(self, package_id: str, limit: int, page: int) -> _Exchange[BuyersPage]:
         params = {"package": package_id, "limit": str(limit), "page": str(page)}
-        return self._exchange(_BUYERS, params, read_buyers_page)
+        return self._exchange(_BUYERS, params, BuyersPage._read)
 
     def buyers_walk(
         self, package_id: str, limit: int, page: int | None, cursor: str
     ) -> _Exchange[BuyersCursorPage]:
         """A page in cursor mode; a ``page`` beside the cursor is sent for the server to refuse."""
         params = _given(package=package_id, limit=limit, page=page, cursor=cursor)
-        return self._exchange(_BUYERS, params, read_buyers_cursor_page)
+        return self._exchange(_BUYERS, params, BuyersCursorPage._read)
 
     def buyers_any(self, package_id: str, limit: int) -> _Exchange[BuyersCursorPage | BuyersPage]:
         """The first page of a walk: in cursor mode, or page 1 from a server without cursors."""
         params = {"package": package_id, "limit": str(limit), "cursor": ""}
-        return self._exchange(_BUYERS, params, read_buyers_any)
+        return self._exchange(_BUYERS, params, BuyersCursorPage._read_or_page)
 
     def packages(
         self, paid: bool | None, online: bool | None, limit: int, cursor: str | None
     ) -> _Exchange[PackagesPage]:
         params = _given(paid=paid, online=online, limit=limit, cursor=cursor)
-        return self._exchange(_PACKAGES, params, read_packages_page)
+        return self._exchange(_PACKAGES, params, PackagesPage._read)
 
     def check(
         self,
@@ -315,13 +304,13 @@ class _Core:
         params = _given(
             package=package_id, nickname=nickname, account=account, udid=udid, model=model
         )
-        return self._exchange(_CHECK, params, read_ownership)
+        return self._exchange(_CHECK, params, Ownership._read)
 
     def downloads(
         self, package_id: str, days: int | None, start: date | None, end: date | None
     ) -> _Exchange[Downloads]:
         params = _given(package=package_id, days=days, start=start, end=end)
-        return self._exchange(_DOWNLOADS, params, read_downloads)
+        return self._exchange(_DOWNLOADS, params, Downloads._read)
 
     def sales(
         self,
@@ -335,13 +324,13 @@ class _Core:
         params = _given(
             start=start, end=end, package=package_id, status=status, limit=limit, cursor=cursor
         )
-        return self._exchange(_SALES, params, read_sales_page)
+        return self._exchange(_SALES, params, SalesPage._read)
 
     def upload(self, content: bytes, idempotency_key: str | None) -> _Exchange[Package]:
         """POST the .deb; every attempt carries the same ``Idempotency-Key`` (one made here
         when none is given), so a retry after a lost answer publishes nothing twice."""
         headers = {"Content-Type": DEB, "Idempotency-Key": _idempotency(idempotency_key)}
-        return self._exchange(_UPLOAD, {}, read_package, body=content, extra=headers)
+        return self._exchange(_UPLOAD, {}, Package._read, body=content, extra=headers)
 
     def webhook_post(
         self,

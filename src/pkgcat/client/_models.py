@@ -3,18 +3,69 @@
 Dates are aware :class:`~datetime.datetime` values; counts and sizes are
 ``int``; prices, totals and commissions are :class:`~decimal.Decimal`. A field
 that only shape A carries is ``None`` when the server speaks shape B.
+
+Each record reads itself from a response in either shape (its ``_read`` classmethod, given
+the zone when it holds dates), field by field, with the readers of :mod:`pkgcat.client._shapes`. Every name of
+``__all__`` is exported by :mod:`pkgcat.client`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from decimal import Decimal
-from typing import Literal
+from typing import Self
 
-Operator = Literal["<<", "<=", "=", ">=", ">>"]
-"""A version constraint's operator (Debian Policy 7.1)."""
+from pkgcat.client._relations import Operator, Relation, Relations
+from pkgcat.client._shapes import (
+    a_only,
+    amount,
+    count,
+    digest,
+    either_day,
+    flag,
+    integer,
+    iso_day,
+    items,
+    mapping,
+    moment,
+    nullable,
+    number,
+    price,
+    relations,
+    required,
+    text,
+    texts,
+    walk_position,
+)
+
+__all__ = [
+    "Buyer",
+    "BuyersCursorPage",
+    "BuyersPage",
+    "Downloads",
+    "DownloadsDay",
+    "Operator",
+    "Ownership",
+    "Package",
+    "PackagesPage",
+    "Purchase",
+    "Relation",
+    "Relations",
+    "Sale",
+    "SalesPage",
+    "SalesTotal",
+    "Source",
+    "SourcePackage",
+    "UsageDay",
+]
+
+
+def _operations(value: object, where: str) -> dict[str, int]:
+    counts = mapping(value, where)
+    return {str(name): count(n, f"{where}.{name}") for name, n in counts.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,45 +84,25 @@ class UsageDay:
         """The calendar day itself."""
         return self.date.date()
 
+    @classmethod
+    def _read_all(cls, value: object, zone: tzinfo) -> list[Self]:
+        """The usage entries (spec 2.1), in the server's order (oldest first).
 
-@dataclass(frozen=True, slots=True)
-class Relation:
-    """One package a relation field names, with its optional constraints.
+        ``operations`` is read when the entry has it (``by=operation``), else ``None``.
+        """
+        return [
+            cls._read(item, zone, f"response[{n}]")
+            for n, item in enumerate(items(value, "response"))
+        ]
 
-    ``name (>= 1.0) [arm64]`` reads as ``Relation("name", ">=", "1.0", ("arm64",))``.
-    A part that does not follow the syntax is kept whole in ``name``.
-    """
-
-    name: str
-    operator: Operator | None = None
-    version: str | None = None
-    architectures: tuple[str, ...] = ()
-    """Architecture restriction, as written (``!`` marks an exclusion)."""
-    arch_qualifier: str | None = None
-    """What follows ``:`` after the name (``any``, ``native`` or an architecture)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Relations:
-    """A relation field (``depends``, ``pre-depends``, ``conflicts``, ``replaces``).
-
-    ``groups`` is the comma-separated list; each group holds its ``|`` alternatives.
-    An empty field has no groups. ``raw`` is the field exactly as the server sent it.
-    """
-
-    raw: str
-    groups: tuple[tuple[Relation, ...], ...]
-
-    def __iter__(self) -> Iterator[tuple[Relation, ...]]:
-        return iter(self.groups)
-
-    def __len__(self) -> int:
-        return len(self.groups)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Every package named, alternatives included, in order."""
-        return tuple(r.name for group in self.groups for r in group)
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str) -> Self:
+        entry = mapping(value, where)
+        return cls(
+            date=required(entry, "date", where, lambda v, w: moment(v, w, zone)),
+            usage=required(entry, "usage", where, integer),
+            operations=a_only(entry, "operations", where, _operations),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +113,15 @@ class Source:
     url: str
     origin: str | None
     """Origin of the repository; shape A only."""
+
+    @classmethod
+    def _read(cls, value: object, where: str) -> Self:
+        source = mapping(value, where)
+        return cls(
+            name=required(source, "name", where, text),
+            url=required(source, "url", where, text),
+            origin=a_only(source, "origin", where, text),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +168,41 @@ class Package:
         """A known price of zero (a price not known yet is not free)."""
         return self.price is not None and self.price == 0
 
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str = "response") -> Self:
+        """Package details (spec 2.2) with their source (2.3)."""
+        body = mapping(value, where)
+        source = Source._read(body.get("source"), f"{where}.source")
+        return cls(
+            package=required(body, "package", where, text),
+            name=required(body, "name", where, text),
+            date=required(body, "date", where, lambda v, w: moment(v, w, zone)),
+            version=required(body, "version", where, text),
+            architecture=a_only(body, "architecture", where, text),
+            author=required(body, "author", where, text),
+            section=required(body, "section", where, text),
+            description=required(body, "description", where, text),
+            pre_depends=required(body, "pre-depends", where, relations),
+            depends=required(body, "depends", where, relations),
+            conflicts=required(body, "conflicts", where, relations),
+            replaces=a_only(body, "replaces", where, relations),
+            size=required(body, "size", where, integer),
+            md5sum=required(body, "md5sum", where, text),
+            sha256=a_only(body, "sha256", where, digest),
+            long_description=required(body, "long_description", where, text),
+            compatible=required(body, "compatible", where, texts),
+            total_download=required(body, "total_download", where, integer),
+            total_votes=required(body, "total_votes", where, integer),
+            total_value_votes=required(body, "total_value_votes", where, integer),
+            online=required(body, "online", where, flag),
+            price=required(body, "price", where, price),
+            currency=required(body, "currency", where, text),
+            source=source,
+            icon=required(body, "icon", where, text),
+            screenshots=required(body, "screenshots", where, texts),
+            url=required(body, "url", where, text),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Buyer:
@@ -146,6 +221,27 @@ class Buyer:
     """Scope of the purchase: ``package`` or ``source`` on our server."""
     payment_platform: str
 
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str) -> Self:
+        buyer = mapping(value, where)
+        return cls(
+            nickname=required(buyer, "nickname", where, text),
+            status=required(buyer, "status", where, text),
+            total=required(buyer, "total", where, amount),
+            commission=required(buyer, "commission", where, amount),
+            currency=required(buyer, "currency", where, text),
+            date=required(buyer, "date", where, lambda v, w: moment(v, w, zone)),
+            txn_id=required(buyer, "txn_id", where, text),
+            profile_url=required(buyer, "profile_url", where, text),
+            allowed_for=required(buyer, "allowed_for", where, text),
+            payment_platform=required(buyer, "payment_platform", where, text),
+        )
+
+    @classmethod
+    def _read_all(cls, body: Mapping[str, object], zone: tzinfo, where: str) -> tuple[Self, ...]:
+        buyers = required(body, "buyers", where, items)
+        return tuple(cls._read(b, zone, f"{where}.buyers[{n}]") for n, b in enumerate(buyers))
+
 
 @dataclass(frozen=True, slots=True)
 class BuyersPage:
@@ -160,6 +256,18 @@ class BuyersPage:
     page: int
     buyers: tuple[Buyer, ...]
 
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str = "response") -> Self:
+        """A buyers page (spec 2.4) and its buyers (2.5)."""
+        body = mapping(value, where)
+        return cls(
+            start=required(body, "start", where, integer),
+            limit=required(body, "limit", where, integer),
+            total=required(body, "total", where, integer),
+            page=required(body, "page", where, integer),
+            buyers=Buyer._read_all(body, zone, where),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class BuyersCursorPage:
@@ -172,6 +280,31 @@ class BuyersCursorPage:
     has_more: bool
     cursor: str | None
     """Pass it back to get the next page; ``None`` when nothing follows."""
+
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str = "response") -> Self:
+        """A buyers page in cursor mode."""
+        body = mapping(value, where)
+        has_more, cursor = walk_position(body, where)
+        return cls(
+            limit=required(body, "limit", where, integer),
+            total=required(body, "total", where, integer),
+            buyers=Buyer._read_all(body, zone, where),
+            has_more=has_more,
+            cursor=cursor,
+        )
+
+    @classmethod
+    def _read_or_page(cls, value: object, zone: tzinfo) -> Self | BuyersPage:
+        """A cursor-mode page, or a numbered page from a server that does not know cursors.
+
+        A server before API 1.1 ignores ``cursor`` and answers page 1 with ``page`` and no
+        ``has_more``; the walk then goes on by page numbers.
+        """
+        body = mapping(value, "response")
+        if "has_more" not in body and "page" in body:
+            return BuyersPage._read(value, zone)
+        return cls._read(value, zone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +326,23 @@ class SourcePackage:
     updated: dt.datetime
     """Release of this version, aware."""
 
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str) -> Self:
+        item = mapping(value, where)
+        return cls(
+            package=required(item, "package", where, text),
+            name=required(item, "name", where, text),
+            version=required(item, "version", where, text),
+            online=required(item, "online", where, flag),
+            paid=required(item, "paid", where, flag),
+            price=nullable(item, "price", where, price),
+            currency=required(item, "currency", where, text),
+            downloads=required(item, "downloads", where, count),
+            votes=required(item, "votes", where, count),
+            rating=nullable(item, "rating", where, number),
+            updated=required(item, "updated", where, lambda v, w: moment(v, w, zone)),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class PackagesPage:
@@ -203,6 +353,21 @@ class PackagesPage:
     has_more: bool
     cursor: str | None
 
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str = "response") -> Self:
+        """A page of the caller's packages (``source/packages``)."""
+        body = mapping(value, where)
+        found = required(body, "packages", where, items)
+        has_more, cursor = walk_position(body, where)
+        return cls(
+            packages=tuple(
+                SourcePackage._read(p, zone, f"{where}.packages[{n}]") for n, p in enumerate(found)
+            ),
+            limit=required(body, "limit", where, integer),
+            has_more=has_more,
+            cursor=cursor,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Purchase:
@@ -211,6 +376,14 @@ class Purchase:
     txn_id: str
     allowed_for: str
     """``package`` (this package) or ``source`` (the whole source)."""
+
+    @classmethod
+    def _read(cls, value: object, where: str) -> Self:
+        item = mapping(value, where)
+        return cls(
+            txn_id=required(item, "txn_id", where, text),
+            allowed_for=required(item, "allowed_for", where, text),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +395,17 @@ class Ownership:
     since: dt.datetime | None
     """Date of the earliest purchase that counts; ``None`` when not owned."""
     purchase: Purchase | None
+
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str = "response") -> Self:
+        """The answer of ``package/check``."""
+        body = mapping(value, where)
+        return cls(
+            package=required(body, "package", where, text),
+            owned=required(body, "owned", where, flag),
+            since=nullable(body, "since", where, lambda v, w: moment(v, w, zone)),
+            purchase=nullable(body, "purchase", where, Purchase._read),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +426,23 @@ class Sale:
     currency: str
     payment_platform: str
 
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str) -> Self:
+        item = mapping(value, where)
+        return cls(
+            txn_id=required(item, "txn_id", where, text),
+            date=required(item, "date", where, lambda v, w: moment(v, w, zone)),
+            package=nullable(item, "package", where, text),
+            allowed_for=required(item, "allowed_for", where, text),
+            nickname=required(item, "nickname", where, text),
+            status=required(item, "status", where, text),
+            gross=required(item, "gross", where, amount),
+            commission=required(item, "commission", where, amount),
+            net=required(item, "net", where, amount),
+            currency=required(item, "currency", where, text),
+            payment_platform=required(item, "payment_platform", where, text),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class SalesTotal:
@@ -259,6 +460,19 @@ class SalesTotal:
     refunded: Decimal
     """Their gross sum."""
 
+    @classmethod
+    def _read(cls, value: object, where: str) -> Self:
+        item = mapping(value, where)
+        return cls(
+            currency=required(item, "currency", where, text),
+            sales=required(item, "sales", where, count),
+            gross=required(item, "gross", where, amount),
+            commission=required(item, "commission", where, amount),
+            net=required(item, "net", where, amount),
+            refunds=required(item, "refunds", where, count),
+            refunded=required(item, "refunded", where, amount),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class DownloadsDay:
@@ -266,6 +480,14 @@ class DownloadsDay:
 
     day: dt.date
     downloads: int
+
+    @classmethod
+    def _read(cls, value: object, where: str) -> Self:
+        entry = mapping(value, where)
+        return cls(
+            day=required(entry, "day", where, either_day),
+            downloads=required(entry, "downloads", where, count),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +499,21 @@ class Downloads:
     end: dt.date
     total: int
     days: tuple[DownloadsDay, ...]
+
+    @classmethod
+    def _read(cls, value: object, _zone: tzinfo, where: str = "response") -> Self:
+        """A package's downloads per day (``package/downloads``), in either shape."""
+        body = mapping(value, where)
+        days = required(body, "downloads", where, items)
+        return cls(
+            package=required(body, "package", where, text),
+            start=required(body, "start", where, either_day),
+            end=required(body, "end", where, either_day),
+            total=required(body, "total", where, count),
+            days=tuple(
+                DownloadsDay._read(d, f"{where}.downloads[{n}]") for n, d in enumerate(days)
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,3 +527,20 @@ class SalesPage:
     limit: int
     has_more: bool
     cursor: str | None
+
+    @classmethod
+    def _read(cls, value: object, zone: tzinfo, where: str = "response") -> Self:
+        """A page of the sales ledger (``source/sales``), with the totals of the whole range."""
+        body = mapping(value, where)
+        sales = required(body, "sales", where, items)
+        totals = required(body, "totals", where, items)
+        has_more, cursor = walk_position(body, where)
+        return cls(
+            start=required(body, "start", where, iso_day),
+            end=required(body, "end", where, iso_day),
+            sales=tuple(Sale._read(s, zone, f"{where}.sales[{n}]") for n, s in enumerate(sales)),
+            totals=tuple(SalesTotal._read(t, f"{where}.totals[{n}]") for n, t in enumerate(totals)),
+            limit=required(body, "limit", where, integer),
+            has_more=has_more,
+            cursor=cursor,
+        )

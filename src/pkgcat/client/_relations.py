@@ -1,4 +1,5 @@
-"""Debian relation fields, read into :class:`Relations` (Debian Policy 7.1, deb-control(5)).
+"""Debian relation fields: :class:`Relations`, and their reading (Debian Policy 7.1,
+deb-control(5)).
 
 The syntax is ``name[:qualifier] [(op version)] [[arch ...]]``, alternatives
 separated by ``|``, groups by ``,``. The deprecated operators ``<`` and ``>``
@@ -10,8 +11,53 @@ whole record unreadable; the raw text stays beside the parsed form.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
 
-from pkgcat.client._models import Operator, Relation, Relations
+Operator = Literal["<<", "<=", "=", ">=", ">>"]
+"""A version constraint's operator (Debian Policy 7.1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One package a relation field names, with its optional constraints.
+
+    ``name (>= 1.0) [arm64]`` reads as ``Relation("name", ">=", "1.0", ("arm64",))``.
+    A part that does not follow the syntax is kept whole in ``name``.
+    """
+
+    name: str
+    operator: Operator | None = None
+    version: str | None = None
+    architectures: tuple[str, ...] = ()
+    """Architecture restriction, as written (``!`` marks an exclusion)."""
+    arch_qualifier: str | None = None
+    """What follows ``:`` after the name (``any``, ``native`` or an architecture)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relations:
+    """A relation field (``depends``, ``pre-depends``, ``conflicts``, ``replaces``).
+
+    ``groups`` is the comma-separated list; each group holds its ``|`` alternatives.
+    An empty field has no groups. ``raw`` is the field exactly as the server sent it.
+    """
+
+    raw: str
+    groups: tuple[tuple[Relation, ...], ...]
+
+    def __iter__(self) -> Iterator[tuple[Relation, ...]]:
+        return iter(self.groups)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every package named, alternatives included, in order."""
+        return tuple(r.name for group in self.groups for r in group)
+
 
 _ALTERNATIVE = re.compile(
     r"""

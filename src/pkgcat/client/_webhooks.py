@@ -12,6 +12,9 @@ from datetime import datetime, tzinfo
 
 from pkgcat.client._shapes import MalformedResponse
 
+__all__ = ["WebhookAttempt", "WebhookDeliveries", "WebhookEndpoint", "WebhookSecret"]
+"""The records, exported by :mod:`pkgcat.client`."""
+
 WEBHOOK = "/1.0/webhook/{verb}.json"
 
 
