@@ -7,7 +7,9 @@ and PostgreSQL differ only in the executor (:mod:`pkgcat.storage.sqlite.catalogu
 :mod:`pkgcat.storage.postgres.catalogue`). :class:`pkgcat.storage.cache.CachedCatalogue`
 is a :class:`Catalogue` that keeps what the catalogue generation covers.
 
-Adding a read: its statement and row reader here, and its method on :class:`Catalogue`.
+Adding a read: its statement and row reader here, and its method on :class:`Catalogue`;
+rows that no record of :mod:`pkgcat.domain` fits are read into a ``NamedTuple`` declared
+beside their reader.
 """
 
 from __future__ import annotations
