@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ import pysequoia as pgp
 import pytest
 
 from pkgcat.client import Client
-from tests.backends import unavailable
+from tests.backends import PostgresDatabases, unavailable
 from tests.debs import build_deb
 from tests.seaweed import S3Server
 from tests.servers import PKGCAT, Served, downloads_counted, environment, serving
@@ -44,36 +44,45 @@ def pkgcat(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture(params=("sqlite-directory", "postgres-s3"))
-def repository(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Served, Path]]:
-    """A served repository with a free and a paid package; the server and the exported key."""
+@pytest.fixture(scope="module", params=("sqlite-directory", "postgres-s3"))
+def repository(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Served, Path]]:
+    """A served repository with a free and a paid package; the server and the exported key.
+
+    One per backend for the module (making the key, publishing and starting the server take
+    most of a test's time): each test reads what it did relative to where it began.
+    """
     if shutil.which("apt-get") is None:
         unavailable("the apt tests need Debian's apt-get")
+    folder = tmp_path_factory.mktemp(f"apt-{request.param}")
     settings: dict[str, str] = {"repository_passphrase": PASSPHRASE}
-    if request.param == "postgres-s3":
-        database_url: str = request.getfixturevalue("postgres_url")
-        server: S3Server = request.getfixturevalue("s3_server")
-        settings |= server.settings(f"apt-{tmp_path.name}")
-        # A free file's download is redirected to its object, which apt follows.
-        settings["download_redirect"] = "true"
-    else:
-        database_url = f"sqlite:///{tmp_path / 'repo.db'}"
-        settings["blob_dir"] = str(tmp_path / "blobs")
-    env = environment(database_url, **settings)
-    if request.param == "postgres-s3":
-        pkgcat(env, "repo", "key", "create")
-    else:
-        assert "signing key" in pkgcat(env, "init")  # init makes the key when it can seal it
-    pkgcat(env, "source", "add", "Alpha", "--url", "https://alpha.example/")
-    for deb in (
-        build_deb(tmp_path, "com.alpha.tool", "1.2-1", ARCH, payload="tool"),
-        build_deb(tmp_path, "com.alpha.paid", "1.0", ARCH, Tag="cydia::commercial"),
-    ):
-        pkgcat(env, "publish", str(deb), "--source", "Alpha")
-    key = tmp_path / "pkgcat.asc"
-    pkgcat(env, "repo", "key", "export", "--output", str(key))
-    with serving(env, tmp_path / "server.log") as served:
-        yield served, key
+    with ExitStack() as stack:
+        if request.param == "postgres-s3":
+            databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+            database_url = stack.enter_context(databases.database())
+            server: S3Server = request.getfixturevalue("s3_server")
+            settings |= server.settings(folder.name)
+            # A free file's download is redirected to its object, which apt follows.
+            settings["download_redirect"] = "true"
+        else:
+            database_url = f"sqlite:///{folder / 'repo.db'}"
+            settings["blob_dir"] = str(folder / "blobs")
+        env = environment(database_url, **settings)
+        if request.param == "postgres-s3":
+            pkgcat(env, "repo", "key", "create")
+        else:
+            assert "signing key" in pkgcat(env, "init")  # init makes the key when it can seal it
+        pkgcat(env, "source", "add", "Alpha", "--url", "https://alpha.example/")
+        for deb in (
+            build_deb(folder, "com.alpha.tool", "1.2-1", ARCH, payload="tool"),
+            build_deb(folder, "com.alpha.paid", "1.0", ARCH, Tag="cydia::commercial"),
+        ):
+            pkgcat(env, "publish", str(deb), "--source", "Alpha")
+        key = folder / "pkgcat.asc"
+        pkgcat(env, "repo", "key", "export", "--output", str(key))
+        with serving(env, folder / "server.log") as served:
+            yield served, key
 
 
 class Apt:
@@ -117,13 +126,21 @@ class Apt:
         )
 
 
-def written_log(served: Served, last: str) -> str:
-    """The server's output once it holds ``last``: the access log reaches its file from a
-    writer thread, in batches, within 0.1 s of each request."""
+def log_size(served: Served) -> int:
+    """Where the server's log ends now: a test reads its own lines from there."""
+    served.log.flush()
+    return Path(served.log.name).stat().st_size
+
+
+def written_log(served: Served, last: str, since: int = 0) -> str:
+    """The server's output from ``since`` once it holds ``last``: the access log reaches its
+    file from a writer thread, in batches, within 0.1 s of each request."""
     deadline = time.monotonic() + 10
     while True:
         served.log.flush()
-        log = Path(served.log.name).read_text()
+        with Path(served.log.name).open("rb") as file:
+            file.seek(since)
+            log = file.read().decode("utf-8", "replace")
         if last in log:
             return log
         assert time.monotonic() < deadline, f"no {last!r} in the log within 10 s:\n{log}"
@@ -134,6 +151,8 @@ def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
     repository: tuple[Served, Path], tmp_path: Path
 ) -> None:
     served, key = repository
+    began = log_size(served)
+    counted = downloads_counted(served.env["PKGCAT_DATABASE_URL"], "com.alpha.tool")
     apt = Apt(tmp_path / "apt")
     apt.source(f"{served.base}/repo/", key)
     update = apt.run("update")
@@ -144,11 +163,11 @@ def test_apt_verifies_the_signature_and_every_hash_and_downloads_a_free_package(
     assert download.returncode == 0, download.stdout + download.stderr
     [fetched] = (apt.root / "downloads").glob("com.alpha.tool_*.deb")
     # Counted once, before apt had the whole file.
-    assert downloads_counted(served.env["PKGCAT_DATABASE_URL"], "com.alpha.tool") == 1
+    assert downloads_counted(served.env["PKGCAT_DATABASE_URL"], "com.alpha.tool") == counted + 1
     served_bytes = httpx.get(f"{served.base}/repo/Packages").text
     [stanza] = [s for s in served_bytes.split("\n\n") if "Package: com.alpha.tool" in s]
     assert f"SHA256: {hashlib.sha256(fetched.read_bytes()).hexdigest()}" in stanza
-    log = written_log(served, "GET /repo/Packages - status")
+    log = written_log(served, "GET /repo/Packages - status", since=began)
     assert re.search(r"GET /repo/(\./)?InRelease - status=200", log), log
     # apt took the index by hash (by its strongest digest), never by name.
     assert re.search(r"GET /repo/(\./)?by-hash/SHA512/[0-9a-f]{128} - status=200", log), log
