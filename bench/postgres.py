@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
-from sqlalchemy import Boolean
+from sqlalchemy import Boolean, Integer
 from sqlalchemy.engine import make_url
 
 
@@ -81,7 +81,9 @@ def _copy(source: Path, target_url: str) -> None:
                             for v, flag in zip(row, flags, strict=True)
                         ]
                     )
-            if "id" in names and table.name != "catalogue_generation":
+            # A serial id's sequence continues after the copied rows (a text id has none).
+            serial = "id" in names and isinstance(table.columns["id"].type, Integer)
+            if serial and table.name != "catalogue_generation":
                 cursor.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "  # type: ignore[arg-type]  # noqa: S608 - our schema
                     f"(SELECT coalesce(max(id), 0) + 1 FROM {table.name}), false)"
