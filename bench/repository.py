@@ -12,6 +12,12 @@ Three goals, measured in one run (ratios, never absolute figures):
 - after one package changes, the time until a worker serves the new signed indexes,
   and what each compression of ``Packages`` costs in that rebuild.
 
+With ``--s3`` the same .deb is also stored in SeaweedFS (``weed server -s3``, started as
+the tests start it, pinned to the servers' CPU) and downloaded from the S3 store: streamed
+through ``pkgcat serve``, and with ``PKGCAT_DOWNLOAD_REDIRECT=true`` (pkgcat's ``302``
+answers per second, and wrk fetching the presigned object from SeaweedFS directly, at the
+``Location`` of one redirect, taken once: its lifetime bounds the run).
+
 The catalogue is written straight into a SQLite file (rows of ``packages`` and
 ``deb_files`` with control paragraphs of a typical size), so the indexes are those
 of a real catalogue without storing 63,436 files; the one .deb that is downloaded
@@ -19,11 +25,13 @@ is published with ``pkgcat publish``. wrk runs on the other CPU.
 
     .venv/bin/python -m bench.repository               # about 2 minutes
     .venv/bin/python -m bench.repository --smoke       # the harness on 2,000 files, 1 s rounds
+    .venv/bin/python -m bench.repository --s3          # also the S3 store (SeaweedFS)
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -34,10 +42,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+from contextlib import ExitStack
+from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select, update
+from tests.seaweed import S3Server, seaweedfs
 
 from bench.baseline_app import PATHSEND_FILE_ENV
 from bench.loadgen import (
@@ -47,12 +59,15 @@ from bench.loadgen import (
     cpu_plan,
     fetch,
     find_wrk,
+    pinned,
     run_wrk,
     start_server,
 )
+from pkgcat.http.repository import REDIRECT_SECONDS
 from pkgcat.repository.indexes import Identity, build, stanza
 from pkgcat.repository.pieces import FORMATS, cut, join
 from pkgcat.storage import schema as t
+from pkgcat.storage.blobs import file_sha256
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.served import read_served
 
@@ -154,6 +169,48 @@ def make_deb(directory: Path, megabytes: int) -> Path:
     return deb
 
 
+def store_in_s3(server: S3Server, prefix: str, deb: Path) -> None:
+    """The .deb as a blob of the S3 store under ``prefix``, where ``pkgcat serve`` reads it."""
+    from pkgcat.storage.s3 import S3Blobs
+
+    async def put() -> None:
+        blobs = S3Blobs(
+            server.bucket,
+            endpoint=server.endpoint,
+            prefix=prefix,
+            access_key_id=server.access_key_id,
+            secret_access_key=server.secret_access_key,
+        )
+        try:
+            await blobs.put(deb, file_sha256(deb))
+        finally:
+            await blobs.close()
+
+    asyncio.run(put())
+
+
+def check_download(url: str, deb: Path) -> None:
+    status, body = fetch(url, timeout=60)
+    if status != 200 or body != deb.read_bytes():
+        raise RuntimeError(f"{url}: {status}, {len(body)} bytes, not the .deb")
+
+
+def redirect_location(url: str) -> str:
+    """Where a GET of ``url`` is redirected (the answer must be a ``302``)."""
+    parts = urllib.parse.urlsplit(url)
+    connection = HTTPConnection(parts.netloc, timeout=60)
+    try:
+        connection.request("GET", parts.path)
+        response = connection.getresponse()
+        response.read()
+        location = response.getheader("Location")
+    finally:
+        connection.close()
+    if response.status != 302 or location is None:
+        raise RuntimeError(f"{url}: {response.status}, not a redirect")
+    return location
+
+
 def rebuild_costs(database_url: str) -> dict[str, float]:
     """Seconds of each step of a build, in this process: the read, each compression of the
     whole catalogue's ``Packages`` (in pieces, as a build makes them, and in one stream
@@ -253,7 +310,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             results["rebuild"] = rebuild_costs(database_url)
         static = tmp / "static"
         static.mkdir()
-        with children() as group:
+        with ExitStack() as stack:
+            group = stack.enter_context(children())
+            s3_env: dict[str, str] | None = None
+            if args.s3:
+                (tmp / "seaweedfs").mkdir()
+                server = stack.enter_context(
+                    seaweedfs(tmp / "seaweedfs", wrap=pinned([], server_cpus))
+                )
+                store_in_s3(server, "bench", deb)
+                s3_env = {k: v for k, v in env.items() if k != "PKGCAT_BLOB_DIR"}
+                s3_env |= {f"PKGCAT_{k.upper()}": v for k, v in server.settings("bench").items()}
             root, _ = start_server(
                 group, [PKGCAT, "serve"], "/readyz", env, tmp / "pkgcat.log", server_cpus
             )
@@ -266,14 +333,31 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 tmp / "pkgcat-zero-copy.log",
                 server_cpus,
             )
+            s3_roots: list[str] = []
+            if s3_env is not None:
+                for name, extra in (
+                    ("s3", {}),
+                    ("s3-redirect", {"PKGCAT_DOWNLOAD_REDIRECT": "true"}),
+                ):
+                    s3_roots.append(
+                        start_server(
+                            group,
+                            [PKGCAT, "serve"],
+                            "/readyz",
+                            s3_env | extra,
+                            tmp / f"pkgcat-{name}.log",
+                            server_cpus,
+                        )[0]
+                    )
             if not args.serving_only:
                 print(report_rebuild(results["rebuild"]), flush=True)
-            # The first request of a worker waits for its first build: both servers' now.
+            # The first request of a worker waits for its first build: every server's now.
             started = time.perf_counter()
             status, packages_gz = fetch(f"{root}/repo/Packages.gz", timeout=1800)
             assert status == 200, status
             results["first build served after (s)"] = time.perf_counter() - started
-            assert fetch(f"{zero_root}/repo/Packages.gz", timeout=1800)[0] == 200
+            for other in (zero_root, *s3_roots):
+                assert fetch(f"{other}/repo/Packages.gz", timeout=1800)[0] == 200
             (static / "Packages.gz").write_bytes(packages_gz)
             _, index = fetch(f"{root}/repo/Packages", timeout=120)
             (filename,) = [
@@ -326,9 +410,41 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     8,
                 ),
             }
+            presigned_at = 0.0
+            if s3_roots:
+                s3_root, redirect_root = s3_roots
+                check_download(f"{s3_root}/repo/{filename}", deb)
+                # One presigned address for every round: it must outlive them.
+                needed = args.rounds * (len(targets) + 3) * (args.duration + 1)
+                if needed >= REDIRECT_SECONDS:
+                    raise SystemExit(
+                        f"--rounds x --duration take about {needed} s; a presigned address "
+                        f"lasts {REDIRECT_SECONDS} s: fewer rounds or shorter ones with --s3"
+                    )
+                presigned = redirect_location(f"{redirect_root}/repo/{filename}")
+                presigned_at = time.monotonic()
+                check_download(presigned, deb)
+                targets |= {
+                    f"{args.deb_mb} MB .deb, pkgcat S3": (
+                        Target("S3", f"{s3_root}/repo/{filename}"),
+                        8,
+                    ),
+                    f"{args.deb_mb} MB .deb, pkgcat S3 redirect": (
+                        Target("S3 redirect", f"{redirect_root}/repo/{filename}", expect=302),
+                        8,
+                    ),
+                    f"{args.deb_mb} MB .deb, presigned object": (
+                        Target("presigned", presigned),
+                        8,
+                    ),
+                }
             rounds: dict[str, list[float]] = {name: [] for name in targets}
             for _ in range(args.rounds):  # interleaved: a busy moment hits both sides
                 for name, (target, connections) in targets.items():
+                    if target.name == "presigned" and (
+                        time.monotonic() - presigned_at + args.duration >= REDIRECT_SECONDS
+                    ):
+                        raise RuntimeError("the presigned address would expire during the round")
                     found = run_wrk(
                         wrk,
                         target,
@@ -344,6 +460,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             results["req/s"] = {name: statistics.median(r) for name, r in rounds.items()}
             results["Packages.gz bytes"] = len(packages_gz)
             results["deb bytes"] = deb.stat().st_size
+            results["s3"] = bool(s3_roots)
             if not args.serving_only:
                 results["change served after (s)"] = time_to_serve_a_change(
                     database_url, root, "org.large.pkg000007"
@@ -381,6 +498,8 @@ def report(results: dict[str, Any]) -> str:
         f"{rps[f'{mb} MB .deb, bare app, pathsend'] * megabytes:,.0f} | "
         f"{static * megabytes:,.0f} | {bare:.2f}x | |",
     ]
+    if results.get("s3"):
+        lines += report_s3(results, static)
     if rebuild is None:
         return "\n".join(lines)
     lines += ["", report_rebuild(rebuild)]
@@ -392,6 +511,34 @@ def report(results: dict[str, Any]) -> str:
         f"(goal <= {REBUILD_GOAL_S:.0f} s: {'met' if served <= REBUILD_GOAL_S else 'not met'})",
     ]
     return "\n".join(lines)
+
+
+def report_s3(results: dict[str, Any], static: float) -> list[str]:
+    """The S3 store's rows: streamed, redirected, and the presigned object fetched directly."""
+    rps = results["req/s"]
+    mb = results["deb_megabytes"]
+    megabytes = results["deb bytes"] / 1e6
+    streamed = rps[f"{mb} MB .deb, pkgcat S3"]
+    redirects = rps[f"{mb} MB .deb, pkgcat S3 redirect"]
+    direct = rps[f"{mb} MB .deb, presigned object"]
+    # A download by redirect costs the one CPU a 302 and the object's send.
+    both = 1 / (1 / redirects + 1 / direct)
+
+    def goal(ratio: float) -> str:
+        return f">= {GOAL}x: {'met' if ratio >= GOAL else 'not met'}"
+
+    return [
+        f"| {mb} MB .deb, MB/s, S3 store, streamed through pkgcat | {streamed * megabytes:,.0f} | "
+        f"{static * megabytes:,.0f} | {streamed / static:.2f}x | {goal(streamed / static)} |",
+        f"| {mb} MB .deb, S3 store, PKGCAT_DOWNLOAD_REDIRECT=true: 302 answers/s "
+        f"(static: downloads/s) | {redirects:,.0f} | {static:,.0f} | {redirects / static:.2f}x | |",
+        f"| {mb} MB .deb, MB/s, the presigned object from SeaweedFS directly | "
+        f"{direct * megabytes:,.0f} | {static * megabytes:,.0f} | {direct / static:.2f}x | "
+        f"{goal(direct / static)} |",
+        f"| {mb} MB .deb, MB/s, redirect then object, both on the one CPU (1/(1/a+1/b)) | "
+        f"{both * megabytes:,.0f} | {static * megabytes:,.0f} | {both / static:.2f}x | "
+        f"{goal(both / static)} |",
+    ]
 
 
 def report_rebuild(rebuild: dict[str, float]) -> str:
@@ -432,6 +579,9 @@ def main() -> None:
         "--serving-only", action="store_true", help="no rebuild costs, no change served"
     )
     parser.add_argument("--smoke", action="store_true", help="2,000 files, 1 round of 1 s")
+    parser.add_argument(
+        "--s3", action="store_true", help="also the .deb from SeaweedFS's S3 (streamed, redirected)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     if args.smoke:

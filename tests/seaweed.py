@@ -13,7 +13,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -73,8 +73,11 @@ def _first_write(server: S3Server, process: subprocess.Popen[bytes], log: Path) 
 
 
 @contextmanager
-def seaweedfs(directory: Path) -> Iterator[S3Server]:
-    """``weed server -s3`` with its data in ``directory`` until the block ends."""
+def seaweedfs(directory: Path, wrap: Sequence[str] = ()) -> Iterator[S3Server]:
+    """``weed server -s3`` with its data in ``directory`` until the block ends.
+
+    ``wrap``: what runs ``weed`` (a benchmark pins it to a CPU with ``taskset -c N``).
+    """
     if not WEED.exists():
         unavailable(f"the S3 tests need SeaweedFS's `weed` at {WEED} (the dev extra installs it)")
     server = S3Server(
@@ -94,7 +97,7 @@ def seaweedfs(directory: Path) -> Iterator[S3Server]:
     ports = {name: free_port() for name in ("master", "volume", "filer", "s3")}
     grpc = {name: free_port() for name in ports}
     args = [
-        str(WEED), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
+        *wrap, str(WEED), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
         "-master.volumeSizeLimitMB=64", "-volume.max=16", "-s3", f"-s3.config={config}",
         # Off: their ports are fixed, and two test workers each run a SeaweedFS.
         "-s3.port.iceberg=0", "-s3.port.lance=0",
