@@ -75,6 +75,8 @@ PKGCAT = str(Path(sys.executable).with_name("pkgcat"))
 GRANIAN = str(Path(sys.executable).with_name("granian"))
 GOAL = 0.8
 REBUILD_GOAL_S = 10.0
+LARGE_BUFFER = 417_792
+"""PKGCAT_CONNECTION_BUFFER_BYTES of the third pkgcat server: granian's own default."""
 DEPENDS = "libc6 (>= 2.34), libgcc-s1 (>= 3.0), libstdc++6 (>= 11), zlib1g (>= 1:1.2.0)"
 
 
@@ -333,6 +335,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 tmp / "pkgcat-zero-copy.log",
                 server_cpus,
             )
+            # Zero copy with the HTTP server's own connection buffer (408 KiB, where pkgcat's
+            # default of 72 KiB also caps what an answer queues for the socket at once).
+            buffered_root, _ = start_server(
+                group,
+                [PKGCAT, "serve"],
+                "/readyz",
+                zero_copy_env | {"PKGCAT_CONNECTION_BUFFER_BYTES": str(LARGE_BUFFER)},
+                tmp / "pkgcat-zero-copy-buffer.log",
+                server_cpus,
+            )
             s3_roots: list[str] = []
             if s3_env is not None:
                 for name, extra in (
@@ -399,6 +411,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 f"{args.deb_mb} MB .deb, pkgcat": (Target("pkgcat", f"{root}/repo/{filename}"), 8),
                 f"{args.deb_mb} MB .deb, pkgcat zero copy": (
                     Target("zero copy", f"{zero_root}/repo/{filename}"),
+                    8,
+                ),
+                f"{args.deb_mb} MB .deb, pkgcat zero copy, large buffer": (
+                    Target("zero copy, large buffer", f"{buffered_root}/repo/{filename}"),
                     8,
                 ),
                 f"{args.deb_mb} MB .deb, bare app, pathsend": (
@@ -475,6 +491,7 @@ def report(results: dict[str, Any]) -> str:
     static = rps[f"{mb} MB .deb, static"]
     deb = rps[f"{mb} MB .deb, pkgcat"] / static
     zero = rps[f"{mb} MB .deb, pkgcat zero copy"] / static
+    buffered = rps[f"{mb} MB .deb, pkgcat zero copy, large buffer"] / static
     bare = rps[f"{mb} MB .deb, bare app, pathsend"] / static
     megabytes = results["deb bytes"] / 1e6
     rebuild = results.get("rebuild")
@@ -494,6 +511,10 @@ def report(results: dict[str, Any]) -> str:
         f"{rps[f'{mb} MB .deb, pkgcat zero copy'] * megabytes:,.0f} | "
         f"{static * megabytes:,.0f} | {zero:.2f}x | >= {GOAL}x: "
         f"{'met' if zero >= GOAL else 'not met'} |",
+        f"| {mb} MB .deb, MB/s, zero copy and PKGCAT_CONNECTION_BUFFER_BYTES={LARGE_BUFFER} | "
+        f"{rps[f'{mb} MB .deb, pkgcat zero copy, large buffer'] * megabytes:,.0f} | "
+        f"{static * megabytes:,.0f} | {buffered:.2f}x | >= {GOAL}x: "
+        f"{'met' if buffered >= GOAL else 'not met'} |",
         f"| {mb} MB .deb, MB/s, a bare app's pathsend (the most pathsend gives) | "
         f"{rps[f'{mb} MB .deb, bare app, pathsend'] * megabytes:,.0f} | "
         f"{static * megabytes:,.0f} | {bare:.2f}x | |",

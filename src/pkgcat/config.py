@@ -101,6 +101,14 @@ class Settings(BaseSettings):
         le=600,
         description="Seconds a connection has to send a request's headers, from when it opens or its last answer went out; an idle or slow connection is closed after it.",
     )
+    # At least 72 KiB: a target (URI) over 65,534 bytes must reach granian's 414 rule first.
+    # A pkgcat request needs well under 2 KB.
+    connection_buffer_bytes: int = Field(
+        default=8192 + 65_536,
+        ge=8192 + 65_536,
+        le=4 * 1024 * 1024,
+        description="Bytes each connection may buffer: a request line and headers past it get 431, and an answer's bytes queued for the socket at once. The default bounds what a slow client can make a worker hold; 417792 (the HTTP server's own default) sends large files faster with PKGCAT_DOWNLOAD_ZERO_COPY.",
+    )
     stop_timeout: int = Field(
         default=30,
         ge=1,

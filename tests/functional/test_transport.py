@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.servers import Served, demo_server
+from tests.servers import Served, demo_server, environment, seed, serving
 
 pytestmark = pytest.mark.server
 
@@ -235,3 +235,16 @@ def test_no_redirect_goes_to_the_host_a_client_names(
     status_line, headers, _ = head_and_body(exchange(served, raw.encode()))
     assert headers.get("location") == location, status_line
     assert status_line.startswith("HTTP/1.1 307 " if location else "HTTP/1.1 404 ")
+
+
+def test_a_larger_connection_buffer_takes_headers_the_default_refuses(tmp_path: Path) -> None:
+    """PKGCAT_CONNECTION_BUFFER_BYTES reaches the HTTP server: the 150 KB header section
+    that the default 72 KiB refuses with 431 is read, and answered, under 408 KiB."""
+    raw, _ = REFUSED_BY_GRANIAN["headers over 144 KiB"]
+    env = environment(f"sqlite:///{tmp_path / 'served.db'}", connection_buffer_bytes="417792")
+    seed(env)
+    with serving(env, tmp_path / "server.log") as served:
+        # HTTP/1.0: the server closes the connection after its answer, which ends the read.
+        status, headers, _ = head_and_body(exchange(served, raw.replace(b"HTTP/1.1", b"HTTP/1.0")))
+    assert status.endswith(" 200 OK"), status
+    assert "x-request-id" in headers  # it reached the app

@@ -134,7 +134,9 @@ def _serve(settings: Settings) -> None:
         http1_settings=HTTP1Settings(
             header_read_timeout=settings.header_read_timeout * 1000,
             keep_alive=True,
-            max_buffer_size=HEADER_BUFFER,
+            # Bounds a request's headers (431 past it) and what an answer queues for the
+            # socket at once: large files sent whole go faster with more (docs/configuration.md).
+            max_buffer_size=settings.connection_buffer_bytes,
         ),
         # The app writes its own access line (pkgcat.access): granian's would hold the query,
         # and the query can hold the key.
@@ -165,12 +167,6 @@ class WakefulEvent(threading.Event):
             pass
         return True
 
-
-HEADER_BUFFER = 8192 + 65_536
-"""Bytes a connection may buffer before its request's headers end (granian's default is
-417,792). A request line and headers larger than this get 431; a target (URI) over 65,534
-bytes gets 414 first. A pkgcat request needs well under 2 KB; the bound keeps what slow
-clients can make a worker hold at about 72 KB per connection."""
 
 FILES_RESERVED = 256
 """Open files a worker needs besides its connections: database and Redis connections,
