@@ -351,13 +351,5 @@ def test_a_scrape_while_a_worker_starts_leaves_out_its_unwritten_file(
         assert get(served, DETAILS, apps[0]["secret_key"], package=apps[0]["paid_package"]) == 200
         (directory / "counter_4194304.db").touch()  # as a new worker's, before its header
         counted = scrape(served.base)
-        assert (
-            value(
-                counted,
-                "pkgcat_requests_total",
-                operation="package/details",
-                status="200",
-                code="0",
-            )
-            == 1
-        )
+        requests = "pkgcat_requests_total"
+        assert value(counted, requests, operation="package/details", status="200", code="0") == 1
