@@ -109,9 +109,23 @@ def day_range(
     return first, last
 
 
+_CURRENT_DAYS: dict[str, tuple[float, float, date]] = {}
+"""Each zone's day last asked for, with the POSIX times it starts and ends at: a request
+finds its day by two comparisons instead of a conversion (one entry per zone, and the
+zones are the IANA names the settings and the applications validate)."""
+
+
 def _today(now: datetime, timezone: str) -> date:
     """The calendar day of ``now`` in ``timezone``."""
-    return now.astimezone(_zone(timezone)).date()
+    stamp = now.timestamp()
+    kept = _CURRENT_DAYS.get(timezone)
+    if kept is not None and kept[0] <= stamp < kept[1]:
+        return kept[2]
+    day = now.astimezone(_zone(timezone)).date()
+    starts, ends = _midnight(day, timezone), _midnight(day + timedelta(days=1), timezone)
+    if starts <= stamp < ends:
+        _CURRENT_DAYS[timezone] = (starts, ends, day)
+    return day
 
 
 @lru_cache(maxsize=4096)
@@ -256,7 +270,10 @@ class CatalogueService:
             raise Unauthenticated(_REVOKED)
         if counted.generation >= 0 and counted.generation != caller.generation:
             caller = await self._refresh(caller, await self._catalogue.generation())
-        return caller._replace(requests_today=counted.requests), decision
+        # Built field by field: NamedTuple._replace took twice as long, on every request.
+        app, record, shape, zone, now, today, generation, _ = caller
+        requests = counted.requests
+        return Caller(app, record, shape, zone, now, today, generation, requests), decision
 
     def retract(self, caller: Caller, operation: str = UNNAMED) -> None:
         """Take back the count :meth:`admit` committed for a request that is answered 503 after all.

@@ -122,6 +122,32 @@ def test_deployment_time_zone_applies_to_applications_without_one(
     assert paris[-1]["date"] == "2024-07-01T00:00:00+02:00"
 
 
+def test_each_request_is_counted_on_its_own_day_where_midnight_is_skipped_or_repeated(
+    make_api: AppFactory, clock: Clock
+) -> None:
+    # Santiago: on 8 September 2024 the clocks went from 00:00 to 01:00 (the day began at
+    # 04:00 UTC), and on 7 April 2024 from 00:00 back to 23:00 (6 April lasted 25 hours).
+    api = make_api(timezone="America/Santiago")
+    key = api.keys["alpha-a"]
+
+    def details_at(moment: str) -> None:
+        clock.now = datetime.fromisoformat(moment)
+        api.get("/1.0/package/details.json", key, package="com.alpha.paid")
+
+    def days_at(moment: str) -> list[tuple[str, int]]:
+        clock.now = datetime.fromisoformat(moment)
+        entries = api.get(USAGE, key, days=1).json()["response"]
+        return [(e["date"][:10], e["usage"]) for e in entries]
+
+    details_at("2024-09-08T03:59:59+00:00")  # 23:59:59 on 7 September
+    details_at("2024-09-08T04:00:00+00:00")  # 01:00 on 8 September
+    details_at("2024-09-08T03:30:00+00:00")  # 7 September again: the day kept last is left
+    assert days_at("2024-09-08T04:00:01+00:00") == [("2024-09-07", 2), ("2024-09-08", 2)]
+    details_at("2024-04-07T03:30:00+00:00")  # 23:30 on 6 April, the second time that hour came
+    details_at("2024-04-07T04:00:00+00:00")  # 00:00 on 7 April
+    assert days_at("2024-04-07T03:59:59+00:00") == [("2024-04-05", 0), ("2024-04-06", 2)]
+
+
 def test_requests_are_counted_on_the_application_zone_day(api: Api, clock: Clock) -> None:
     # 23:30 UTC on 30 March is 31 March in Paris: the count lands on each zone's own day.
     clock.now = datetime(2024, 3, 30, 23, 30, tzinfo=UTC)
