@@ -506,6 +506,35 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return found
 
 
+MAIN_THREAD = "main Python thread"
+RUNTIME_THREADS = "granian's Rust runtime"
+OTHER_THREADS = "other threads"
+THREAD_GROUPS = (MAIN_THREAD, RUNTIME_THREADS, OTHER_THREADS)
+
+
+def cpu_by_thread_group(pid: int) -> dict[str, float]:
+    """CPU seconds of a worker's threads so far, in :data:`THREAD_GROUPS`.
+
+    The main thread runs the event loop and every line of the app; granian's Rust runtime
+    (tokio's ``tokio-rt-worker`` threads) reads and writes the sockets, and takes the GIL to
+    hand each request to the loop; the rest are granian's other threads and pkgcat's own
+    (access log writer, WAL checkpoints).
+    """
+    groups = dict.fromkeys(THREAD_GROUPS, 0.0)
+    for tid, seconds in thread_cpu(pid).items():
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if tid == pid:
+            groups[MAIN_THREAD] += seconds
+        elif name.startswith("tokio-rt"):
+            groups[RUNTIME_THREADS] += seconds
+        else:
+            groups[OTHER_THREADS] += seconds
+    return groups
+
+
 def cpu_ticks(cpus: str) -> tuple[int, int]:
     """Busy and total ticks of these CPUs (``"0"``, ``"1,2"``) since boot, from /proc/stat."""
     wanted = {f"cpu{c}" for c in cpus.split(",")}
@@ -546,6 +575,9 @@ class Measured:
     the kernel's network work done on that core outside the worker's time.
     """
 
+    threads_us_per_request: dict[str, float]
+    """Median CPU microseconds a request cost each of :data:`THREAD_GROUPS` (from /proc)."""
+
     @property
     def saturation(self) -> float:
         return self.core_busy if self.core_busy is not None else self.worker_busy
@@ -578,20 +610,28 @@ def measure(
     def one(target: Target, pid: int, duration: int) -> tuple[Round, float, float | None]:
         stat = Path(f"/proc/{pid}/stat")
         core = cpu_ticks(server_cpus) if server_cpus else (0, 0)
+        groups = cpu_by_thread_group(pid)
         cpu, start = cpu_seconds(stat), time.monotonic()
         result = run_wrk(
             wrk, target, duration=duration, connections=CONNECTIONS, threads=THREADS, cpus=wrk_cpus
         )
         worker = (cpu_seconds(stat) - cpu) / (time.monotonic() - start)
+        after = cpu_by_thread_group(pid)
+        threads[target.name].append(
+            {g: (after[g] - groups[g]) * 1e6 / max(1, result.requests) for g in THREAD_GROUPS}
+        )
         if not server_cpus:
             return result, worker, None
         busy, total = cpu_ticks(server_cpus)
         busy, total = busy - core[0], total - core[1]
         return result, worker, busy / total if total else None
 
+    threads: dict[str, list[dict[str, float]]] = {t.name: [] for t, _ in targets}
+
     if args.warmup > 0:
         for target, pid in targets:
             one(target, pid, args.warmup)
+        threads = {t.name: [] for t, _ in targets}  # the rounds' only
     rounds: dict[str, list[tuple[Round, float, float | None]]] = {t.name: [] for t, _ in targets}
     for n in range(1, args.rounds + 1):
         for target, pid in targets:  # interleaved: drift hits every target alike
@@ -615,6 +655,7 @@ def measure(
             1e6 / summary.requests_per_second,
             statistics.median(w for _, w, _ in done),
             statistics.median(cores) if cores else None,
+            {g: statistics.median(r[g] for r in threads[target.name]) for g in THREAD_GROUPS},
         )
     return measured
 
@@ -839,6 +880,21 @@ def report(run: Run, args: argparse.Namespace, top: int = 12) -> str:
         f"details / baseline: req/s {det.summary.requests_per_second / base.summary.requests_per_second:.2f}x, "
         f"p99 {det.summary.p99_ms / base.summary.p99_ms:.2f}x.",
         "",
+        "CPU per request by thread of the worker (the same rounds, from /proc; the kernel's "
+        "network work on the core is in neither):",
+        "",
+        "| target | " + " | ".join(THREAD_GROUPS) + " | all |",
+        "|---|" + "---:|" * (len(THREAD_GROUPS) + 1),
+    ]
+    for m in (base, det):
+        t = m.threads_us_per_request
+        out.append(
+            f"| {m.summary.name} | "
+            + " | ".join(f"{t[g]:.1f}" for g in THREAD_GROUPS)
+            + f" | {sum(t.values()):.1f} |"
+        )
+    out += [
+        "",
         "| stage | share of the worker's Python samples | us per request |",
         "|---|---:|---:|",
     ]
@@ -887,6 +943,7 @@ def figures(run: Run, args: argparse.Namespace, svg: Path) -> dict[str, Any]:
             "cpu_us_per_request": m.cpu_us_per_request,
             "worker_busy": m.worker_busy,
             "core_busy": m.core_busy,
+            "threads_us_per_request": m.threads_us_per_request,
             "bad_responses": s.bad_responses,
             "socket_errors": s.socket_errors,
             "rounds": [r.__dict__ for r in s.rounds],
