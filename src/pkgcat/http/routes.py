@@ -9,13 +9,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
 
 from pkgcat import models
-from pkgcat.domain import Caller
+from pkgcat.domain import Caller, Shape, UsageDay
 from pkgcat.http import seller, uploads, webhooks
 from pkgcat.http.errors import envelope, envelope_of_items
 from pkgcat.http.operations import (
@@ -64,6 +65,15 @@ def _json_items(items: list[dict[str, Any]]) -> bytes:
 _BY = BY_NAME["application/usage"].parameter("by")
 
 
+@lru_cache(maxsize=4096)
+def _last_entry(day: date, shape: Shape, zone: ZoneInfo) -> tuple[bytes, bytes]:
+    """A report's last entry for ``day`` as :func:`models.usage_body` renders it, in two parts:
+    the bytes before its count and after it (the count is the entry's last 0)."""
+    rendered = _json_items(models.usage_body([UsageDay(day, 0)], shape, zone))
+    before, _, after = rendered.rpartition(b"0")
+    return before, after
+
+
 def _usage_calendar(service: CatalogueService, caller: Caller, query: Query) -> tuple[date, ...]:
     """The report's days: the last ``days`` and today, or ``start`` to ``end``."""
     if "start" in query or "end" in query:
@@ -103,7 +113,11 @@ async def usage(
     if not live_days:  # a range that ended before yesterday: all of it settled
         return envelope_of_items(settled)
     if live_days[0] == caller.today:  # today only: the count this request's commit returned
-        recent = [service.usage_today(caller)]
+        today = service.usage_today(caller)
+        if by is None:  # the usual report: today's entry from its rendering, its count put in
+            before, after = _last_entry(today.day, caller.shape, ZoneInfo(caller.timezone))
+            return envelope_of_items(settled, b"%s%d%s" % (before, today.requests, after))
+        recent = [today]
     else:
         recent = await service.usage_on(caller, live_days)
     operations = await service.usage_operations_on(caller, live_days) if by else None
