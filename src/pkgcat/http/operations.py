@@ -93,6 +93,8 @@ class Parameter:
         if raw is None:
             assert isinstance(self.default, int), self.name
             return self.default
+        if type(raw) is str and len(raw) <= _MAX_DIGITS and raw.isascii() and raw.isdigit():
+            return int(raw)  # plain digits, as clients send them: nothing to strip or check
         if isinstance(raw, int) and not isinstance(raw, bool):
             raw = str(raw)
         if not isinstance(raw, str):
