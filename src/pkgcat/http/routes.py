@@ -65,13 +65,27 @@ def _json_items(items: list[dict[str, Any]]) -> bytes:
 _BY = BY_NAME["application/usage"].parameter("by")
 
 
-@lru_cache(maxsize=4096)
 def _last_entry(day: date, shape: Shape, zone: ZoneInfo) -> tuple[bytes, bytes]:
     """A report's last entry for ``day`` as :func:`models.usage_body` renders it, in two parts:
     the bytes before its count and after it (the count is the entry's last 0)."""
     rendered = _json_items(models.usage_body([UsageDay(day, 0)], shape, zone))
     before, _, after = rendered.rpartition(b"0")
     return before, after
+
+
+@lru_cache(maxsize=2)
+def _report_tail(shape: Shape) -> bytes:
+    """What follows today's count to the end of a usage answer (the same for every day)."""
+    return _last_entry(date(2000, 1, 1), shape, ZoneInfo("UTC"))[1] + b"]}"
+
+
+async def _report_head(
+    service: CatalogueService, caller: Caller, settled_days: tuple[date, ...]
+) -> bytes:
+    """A usage answer ending today, up to today's count: the settled days and today's date."""
+    settled = await _settled_usage(service, caller, settled_days, None, False)
+    before, _ = _last_entry(caller.today, caller.shape, ZoneInfo(caller.timezone))
+    return envelope_of_items(settled, before)[: -len(b"]}")]
 
 
 def _usage_calendar(service: CatalogueService, caller: Caller, query: Query) -> tuple[date, ...]:
@@ -106,6 +120,13 @@ async def usage(
     live = service.live_days(caller)
     split = bisect_left(calendar, caller.today - timedelta(days=live - 1))
     settled_days, live_days = calendar[:split], calendar[split:]
+    if by is None and len(live_days) == 1 and live_days[0] == caller.today:
+        # The usual report: all of it but today's count is kept, rendered once per catalogue
+        # generation and day; the count is the one this request's commit returned.
+        head_key = ("usage-head", caller.application.id, calendar[0], split)
+        head = await cache.answer(caller, head_key, _report_head, service, caller, settled_days)
+        today = service.usage_today(caller).requests
+        return b"%s%d%s" % (head, today, _report_tail(caller.shape))
     key = ("usage", caller.application.id, calendar[0], split, len(live_days), by)
     settled = await cache.answer(
         caller, key, _settled_usage, service, caller, settled_days, by, not live_days
@@ -113,11 +134,7 @@ async def usage(
     if not live_days:  # a range that ended before yesterday: all of it settled
         return envelope_of_items(settled)
     if live_days[0] == caller.today:  # today only: the count this request's commit returned
-        today = service.usage_today(caller)
-        if by is None:  # the usual report: today's entry from its rendering, its count put in
-            before, after = _last_entry(today.day, caller.shape, ZoneInfo(caller.timezone))
-            return envelope_of_items(settled, b"%s%d%s" % (before, today.requests, after))
-        recent = [today]
+        recent = [service.usage_today(caller)]
     else:
         recent = await service.usage_on(caller, live_days)
     operations = await service.usage_operations_on(caller, live_days) if by else None
