@@ -112,7 +112,10 @@ def day_range(
 _CURRENT_DAYS: dict[str, tuple[float, float, date]] = {}
 """Each zone's day last asked for, with the POSIX times it starts and ends at: a request
 finds its day by two comparisons instead of a conversion (one entry per zone, and the
-zones are the IANA names the settings and the applications validate)."""
+zones are the IANA names the settings and the applications validate). Only a day at one
+UTC offset from its start to its end is kept: a day the clocks change in may not be one
+interval (clocks set back across midnight, as St. John's did at 00:01, make part of it
+the day before again), and its end may not be the next day's start."""
 
 
 def _today(now: datetime, timezone: str) -> date:
@@ -124,7 +127,10 @@ def _today(now: datetime, timezone: str) -> date:
     day = now.astimezone(_zone(timezone)).date()
     starts, ends = _midnight(day, timezone), _midnight(day + timedelta(days=1), timezone)
     if starts <= stamp < ends:
-        _CURRENT_DAYS[timezone] = (starts, ends, day)
+        zone = _zone(timezone)
+        first = datetime.fromtimestamp(starts, zone).utcoffset()
+        if first == datetime.fromtimestamp(ends - 1, zone).utcoffset():
+            _CURRENT_DAYS[timezone] = (starts, ends, day)
     return day
 
 

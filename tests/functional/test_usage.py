@@ -148,6 +148,24 @@ def test_each_request_is_counted_on_its_own_day_where_midnight_is_skipped_or_rep
     assert days_at("2024-04-07T03:59:59+00:00") == [("2024-04-05", 0), ("2024-04-06", 2)]
 
 
+def test_a_day_the_clocks_went_back_across_midnight_is_not_one_interval(
+    make_api: AppFactory, clock: Clock
+) -> None:
+    # St. John's, 7 November 2010: at 00:01 the clocks went back to 23:01, so 23:01 to 00:00
+    # of 6 November came again after 7 November had begun.
+    api = make_api(timezone="America/St_Johns")
+    key = api.keys["alpha-a"]
+    for moment in ("2010-11-07T02:30:30+00:00", "2010-11-07T03:00:00+00:00"):
+        clock.now = datetime.fromisoformat(moment)  # 00:00:30 on 7 November, then 23:30 on 6
+        api.get("/1.0/package/details.json", key, package="com.alpha.paid")
+    clock.now = datetime.fromisoformat("2010-11-07T03:10:00+00:00")  # 23:40 on 6 November
+    entries = api.get(USAGE, key, days=1).json()["response"]
+    assert [(e["date"][:10], e["usage"]) for e in entries] == [
+        ("2010-11-05", 0),
+        ("2010-11-06", 2),
+    ]
+
+
 def test_requests_are_counted_on_the_application_zone_day(api: Api, clock: Clock) -> None:
     # 23:30 UTC on 30 March is 31 March in Paris: the count lands on each zone's own day.
     clock.now = datetime(2024, 3, 30, 23, 30, tzinfo=UTC)
