@@ -512,26 +512,37 @@ OTHER_THREADS = "other threads"
 THREAD_GROUPS = (MAIN_THREAD, RUNTIME_THREADS, OTHER_THREADS)
 
 
-def cpu_by_thread_group(pid: int) -> dict[str, float]:
-    """CPU seconds of a worker's threads so far, in :data:`THREAD_GROUPS`.
+def threads_by_group(pid: int) -> dict[int, tuple[str, float]]:
+    """Each thread of a worker: its group of :data:`THREAD_GROUPS` and its CPU seconds so far.
 
     The main thread runs the event loop and every line of the app; granian's Rust runtime
     (tokio's ``tokio-rt-worker`` threads) reads and writes the sockets, and takes the GIL to
     hand each request to the loop; the rest are granian's other threads and pkgcat's own
     (access log writer, WAL checkpoints).
     """
-    groups = dict.fromkeys(THREAD_GROUPS, 0.0)
+    found = {}
     for tid, seconds in thread_cpu(pid).items():
         try:
             name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
         except (FileNotFoundError, ProcessLookupError):
-            continue
+            continue  # the thread ended meanwhile
         if tid == pid:
-            groups[MAIN_THREAD] += seconds
+            found[tid] = (MAIN_THREAD, seconds)
         elif name.startswith("tokio-rt"):
-            groups[RUNTIME_THREADS] += seconds
+            found[tid] = (RUNTIME_THREADS, seconds)
         else:
-            groups[OTHER_THREADS] += seconds
+            found[tid] = (OTHER_THREADS, seconds)
+    return found
+
+
+def cpu_by_group(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each group used between two readings, from the threads alive at the second
+    (a thread that ended meanwhile is left out, not counted as negative)."""
+    groups = dict.fromkeys(THREAD_GROUPS, 0.0)
+    for tid, (group, seconds) in after.items():
+        groups[group] += seconds - before.get(tid, (group, 0.0))[1]
     return groups
 
 
@@ -610,15 +621,15 @@ def measure(
     def one(target: Target, pid: int, duration: int) -> tuple[Round, float, float | None]:
         stat = Path(f"/proc/{pid}/stat")
         core = cpu_ticks(server_cpus) if server_cpus else (0, 0)
-        groups = cpu_by_thread_group(pid)
+        before = threads_by_group(pid)
         cpu, start = cpu_seconds(stat), time.monotonic()
         result = run_wrk(
             wrk, target, duration=duration, connections=CONNECTIONS, threads=THREADS, cpus=wrk_cpus
         )
         worker = (cpu_seconds(stat) - cpu) / (time.monotonic() - start)
-        after = cpu_by_thread_group(pid)
+        used = cpu_by_group(before, threads_by_group(pid))
         threads[target.name].append(
-            {g: (after[g] - groups[g]) * 1e6 / max(1, result.requests) for g in THREAD_GROUPS}
+            {g: used[g] * 1e6 / max(1, result.requests) for g in THREAD_GROUPS}
         )
         if not server_cpus:
             return result, worker, None
