@@ -38,6 +38,8 @@ DEFAULT_DEPICTION_MAX_DEPTH = 64
 DEFAULT_DEPICTION_DEADLINE = 30
 """The import's caps and deadlines (docs/configuration.md, "Outbound requests and imports")."""
 """What one worker's caches may hold together, by default (docs/configuration.md)."""
+MIN_CONNECTION_BUFFER = 8 * KIB + 64 * KIB
+"""72 KiB: a target (URI) over 65,534 bytes must reach the HTTP server's 414 rule first."""
 DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
 _ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
@@ -101,12 +103,11 @@ class Settings(BaseSettings):
         le=600,
         description="Seconds a connection has to send a request's headers, from when it opens or its last answer went out; an idle or slow connection is closed after it.",
     )
-    # At least 72 KiB: a target (URI) over 65,534 bytes must reach granian's 414 rule first.
-    # A pkgcat request needs well under 2 KB.
+    # The default is the minimum: a pkgcat request needs well under 2 KB.
     connection_buffer_bytes: int = Field(
-        default=8192 + 65_536,
-        ge=8192 + 65_536,
-        le=4 * 1024 * 1024,
+        default=MIN_CONNECTION_BUFFER,
+        ge=MIN_CONNECTION_BUFFER,
+        le=4 * MIB,
         description="Bytes each connection may buffer: a request line and headers past it get 431, and an answer's bytes queued for the socket at once. The default bounds what a slow client can make a worker hold; 417792 (the HTTP server's own default) sends large files faster with PKGCAT_DOWNLOAD_ZERO_COPY.",
     )
     stop_timeout: int = Field(

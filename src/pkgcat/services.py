@@ -124,13 +124,12 @@ def _today(now: datetime, timezone: str) -> date:
     kept = _CURRENT_DAYS.get(timezone)
     if kept is not None and kept[0] <= stamp < kept[1]:
         return kept[2]
-    day = now.astimezone(_zone(timezone)).date()
+    zone = _zone(timezone)
+    day = now.astimezone(zone).date()
     starts, ends = _midnight(day, timezone), _midnight(day + timedelta(days=1), timezone)
-    if starts <= stamp < ends:
-        zone = _zone(timezone)
-        first = datetime.fromtimestamp(starts, zone).utcoffset()
-        if first == datetime.fromtimestamp(ends - 1, zone).utcoffset():
-            _CURRENT_DAYS[timezone] = (starts, ends, day)
+    offset = datetime.fromtimestamp(starts, zone).utcoffset()
+    if starts <= stamp < ends and offset == datetime.fromtimestamp(ends - 1, zone).utcoffset():
+        _CURRENT_DAYS[timezone] = (starts, ends, day)
     return day
 
 
