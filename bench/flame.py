@@ -618,7 +618,11 @@ def measure(
 ) -> dict[str, Measured]:
     """Interleaved rounds of every (target, worker pid); medians."""
 
-    def one(target: Target, pid: int, duration: int) -> tuple[Round, float, float | None]:
+    Taken = tuple[Round, float, float | None, dict[str, float]]
+
+    def one(target: Target, pid: int, duration: int) -> Taken:
+        """wrk's round; the worker's share of a core; the core's busy share (None: not
+        pinned); the CPU microseconds a request cost each thread group."""
         stat = Path(f"/proc/{pid}/stat")
         core = cpu_ticks(server_cpus) if server_cpus else (0, 0)
         before = threads_by_group(pid)
@@ -628,26 +632,22 @@ def measure(
         )
         worker = (cpu_seconds(stat) - cpu) / (time.monotonic() - start)
         used = cpu_by_group(before, threads_by_group(pid))
-        threads[target.name].append(
-            {g: used[g] * 1e6 / max(1, result.requests) for g in THREAD_GROUPS}
-        )
+        threads = {g: used[g] * 1e6 / max(1, result.requests) for g in THREAD_GROUPS}
         if not server_cpus:
-            return result, worker, None
+            return result, worker, None, threads
         busy, total = cpu_ticks(server_cpus)
         busy, total = busy - core[0], total - core[1]
-        return result, worker, busy / total if total else None
-
-    threads: dict[str, list[dict[str, float]]] = {t.name: [] for t, _ in targets}
+        return result, worker, busy / total if total else None, threads
 
     if args.warmup > 0:
         for target, pid in targets:
             one(target, pid, args.warmup)
-        threads = {t.name: [] for t, _ in targets}  # the rounds' only
-    rounds: dict[str, list[tuple[Round, float, float | None]]] = {t.name: [] for t, _ in targets}
+    rounds: dict[str, list[Taken]] = {t.name: [] for t, _ in targets}
     for n in range(1, args.rounds + 1):
         for target, pid in targets:  # interleaved: drift hits every target alike
-            result, worker, core = one(target, pid, args.duration)
-            rounds[target.name].append((result, worker, core))
+            taken = one(target, pid, args.duration)
+            rounds[target.name].append(taken)
+            result, worker, core, _ = taken
             print(
                 f"  round {n} {target.name:<22} {result.requests_per_second:>9,.0f} req/s  "
                 f"p50 {result.p50_ms:6.2f} ms  p99 {result.p99_ms:6.2f} ms  "
@@ -659,14 +659,14 @@ def measure(
     measured = {}
     for target, _ in targets:
         done = rounds[target.name]
-        summary = summarize(target.name, 0, [r for r, _, _ in done])
-        cores = [c for _, _, c in done if c is not None]
+        summary = summarize(target.name, 0, [r for r, _, _, _ in done])
+        cores = [c for _, _, c, _ in done if c is not None]
         measured[target.name] = Measured(
             summary,
             1e6 / summary.requests_per_second,
-            statistics.median(w for _, w, _ in done),
+            statistics.median(w for _, w, _, _ in done),
             statistics.median(cores) if cores else None,
-            {g: statistics.median(r[g] for r in threads[target.name]) for g in THREAD_GROUPS},
+            {g: statistics.median(t[g] for _, _, _, t in done) for g in THREAD_GROUPS},
         )
     return measured
 
