@@ -241,3 +241,13 @@ def test_a_generator_reads_days_as_dates_and_check_json_rule_from_the_document()
     for parameter in check:
         if parameter["name"] in {"nickname", "account", "udid"}:
             assert "Exactly one of `nickname`, `account` and `udid`" in parameter["description"]
+
+
+def test_each_caller_gets_a_document_of_its_own() -> None:
+    """The document is built once a process: what one caller changes, no other sees."""
+    mine = openapi_document()
+    mine["paths"].clear()
+    mine["info"]["title"] = "changed"
+    theirs = openapi_document()
+    assert theirs["paths"]
+    assert theirs["info"]["title"] == "Package Catalogue API"

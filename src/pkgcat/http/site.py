@@ -37,7 +37,7 @@ from pkgcat.errors import (
 )
 from pkgcat.http import dashboard
 from pkgcat.http.errors import error_response
-from pkgcat.http.openapi import openapi_document
+from pkgcat.http.openapi import openapi_json
 from pkgcat.http.throttle import AuthThrottle
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def create_site(
     repository's app, mounted at ``/repo``; ``store``: the store's, at ``/store``.
     ``background``: threads of the worker (the webhook deliverer), started with the app and
     stopped before it closes."""
-    document = orjson.dumps(openapi_document())
+    document = openapi_json()
 
     async def openapi(_request: Request) -> Response:
         return Response(document, media_type="application/json", headers=REVALIDATE)
