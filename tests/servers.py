@@ -242,14 +242,15 @@ def children(parent: int) -> set[Proc]:
     return found
 
 
-def kill_marked(database_url: str) -> None:
-    """Kill every process still running with ``database_url`` in its environment.
+def kill_marked(database_url: str) -> int:
+    """Kill every process still running with ``database_url`` in its environment; how many.
 
     Every process a test's server starts carries the URL, workers included (they are
     forked): whatever still runs with it when the test ends, even after a failure, or
     orphaned by a killed server, is killed by this.
     """
     mark = f"PKGCAT_DATABASE_URL={database_url}".encode()
+    killed = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -260,6 +261,8 @@ def kill_marked(database_url: str) -> None:
         if mark in environment:
             with contextlib.suppress(ProcessLookupError):  # it has just exited
                 os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 # Load -------------------------------------------------------------------------------------------
