@@ -67,14 +67,15 @@ def answers(url: str) -> bool:
                 return bool(client.ping())
             finally:
                 client.close()
-        with psycopg.connect(_admin_conninfo(url), connect_timeout=2) as connection:
+        with psycopg.connect(conninfo(url), connect_timeout=2) as connection:
             connection.execute("SELECT 1")
         return True
     except (OSError, psycopg.Error, redis.RedisError):
         return False
 
 
-def _admin_conninfo(url: str) -> str:
+def conninfo(url: str) -> str:
+    """``url`` as psycopg takes it: without the driver name SQLAlchemy's URLs may carry."""
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
@@ -82,45 +83,83 @@ def _with_database(url: str, name: str) -> str:
     return make_url(url).set(database=name).render_as_string(hide_password=False)
 
 
-SCHEMA = """
-SELECT md5(string_agg(item, E'\\n' ORDER BY item)) FROM (
-    SELECT 'rel ' || n.nspname || '.' || c.relname || ' ' || c.relkind::text
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
-      AND n.nspname NOT LIKE 'pg\\_%'
+SCHEMA = r"""
+WITH ours AS (
+    SELECT oid FROM pg_namespace WHERE nspname NOT LIKE 'pg\_%' AND nspname <> 'information_schema'
+)
+SELECT md5(string_agg(item, E'\n' ORDER BY item)) FROM (
+    SELECT concat_ws(' ', 'ns', nspname, nspowner::regrole, nspacl)
+    FROM pg_namespace WHERE oid IN (SELECT oid FROM ours)
     UNION ALL
-    SELECT 'col ' || a.attrelid::regclass || ' ' || a.attname || ' '
-        || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text || ' '
-        || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
-    FROM pg_attribute a
-    JOIN pg_class c ON c.oid = a.attrelid
-    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-    WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+    SELECT concat_ws(' ', 'rel', oid::regclass, relkind, relpersistence, relrowsecurity,
+        relforcerowsecurity, relowner::regrole, relacl, reloptions)
+    FROM pg_class WHERE relnamespace IN (SELECT oid FROM ours)
     UNION ALL
-    SELECT 'con ' || conrelid::regclass || ' ' || conname || ' ' || pg_get_constraintdef(oid)
-    FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+    SELECT concat_ws(' ', 'col', a.attrelid::regclass, a.attname,
+        format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attcollation, a.attidentity,
+        a.attgenerated, a.attacl, pg_get_expr(d.adbin, d.adrelid))
+    FROM pg_attribute AS a
+    JOIN pg_class AS c ON c.oid = a.attrelid
+    LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+    WHERE c.relnamespace IN (SELECT oid FROM ours) AND a.attnum > 0 AND NOT a.attisdropped
     UNION ALL
-    SELECT 'idx ' || pg_get_indexdef(i.indexrelid)
-    FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
-    WHERE c.relnamespace = 'public'::regnamespace
+    SELECT concat_ws(' ', 'con', conrelid::regclass, conname, pg_get_constraintdef(oid))
+    FROM pg_constraint WHERE connamespace IN (SELECT oid FROM ours)
     UNION ALL
-    SELECT 'trg ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+    SELECT concat_ws(' ', 'idx', pg_get_indexdef(i.indexrelid))
+    FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+    WHERE c.relnamespace IN (SELECT oid FROM ours)
     UNION ALL
-    SELECT 'fn ' || oid::regprocedure::text FROM pg_proc WHERE pronamespace = 'public'::regnamespace
+    SELECT concat_ws(' ', 'trg', pg_get_triggerdef(oid), tgenabled)
+    FROM pg_trigger WHERE NOT tgisinternal
     UNION ALL
-    SELECT 'evt ' || evtname FROM pg_event_trigger
+    SELECT concat_ws(' ', 'fn', oid::regprocedure, md5(prosrc), provolatile, prosecdef,
+        proowner::regrole, proacl, proconfig)
+    FROM pg_proc WHERE pronamespace IN (SELECT oid FROM ours)
     UNION ALL
-    SELECT 'ext ' || extname FROM pg_extension
+    SELECT concat_ws(' ', 'type', oid::regtype, typtype, typowner::regrole, typacl)
+    FROM pg_type WHERE typnamespace IN (SELECT oid FROM ours)
     UNION ALL
-    SELECT 'set ' || array_to_string(setconfig, ',') FROM pg_db_role_setting
+    SELECT concat_ws(' ', 'enum', enumtypid::regtype, enumlabel, enumsortorder) FROM pg_enum
+    UNION ALL
+    SELECT concat_ws(' ', 'seq', seqrelid::regclass, seqtypid::regtype, seqstart, seqincrement,
+        seqmax, seqmin, seqcache, seqcycle)
+    FROM pg_sequence
+    UNION ALL
+    SELECT concat_ws(' ', 'policy', polrelid::regclass, polname, polcmd, polpermissive,
+        pg_get_expr(polqual, polrelid), pg_get_expr(polwithcheck, polrelid))
+    FROM pg_policy
+    UNION ALL
+    SELECT concat_ws(' ', 'rule', pg_get_ruledef(oid)) FROM pg_rewrite WHERE rulename <> '_RETURN'
+    UNION ALL
+    SELECT concat_ws(' ', 'stats', stxname) FROM pg_statistic_ext
+    UNION ALL
+    SELECT concat_ws(' ', 'collation', collname) FROM pg_collation
+    WHERE collnamespace IN (SELECT oid FROM ours)
+    UNION ALL
+    SELECT concat_ws(' ', 'publication', pubname) FROM pg_publication
+    UNION ALL
+    SELECT concat_ws(' ', 'event', evtname, evtenabled) FROM pg_event_trigger
+    UNION ALL
+    SELECT concat_ws(' ', 'extension', extname, extversion) FROM pg_extension
+    UNION ALL
+    SELECT concat_ws(' ', 'large objects', count(*)) FROM pg_largeobject_metadata
+    UNION ALL
+    SELECT concat_ws(' ', 'database', datallowconn, datconnlimit, datacl) FROM pg_database
+    WHERE datname = current_database()
+    UNION ALL
+    SELECT concat_ws(' ', 'settings', setrole, setconfig) FROM pg_db_role_setting
     WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
     UNION ALL
-    SELECT 'xact ' || gid FROM pg_prepared_xacts WHERE database = current_database()
+    SELECT concat_ws(' ', 'prepared', gid) FROM pg_prepared_xacts
+    WHERE database = current_database()
 ) AS items(item)
 """
-"""One digest of what a database is beyond its rows: its relations, columns, constraints,
-indexes, triggers, functions and settings. A test that changed any of them (a trigger that
-refuses writes, a dropped table) leaves a database that is dropped, not handed on."""
+"""One digest of what a database is beyond its rows: its schemas, relations (persistence,
+row security, owners, grants, options), columns, constraints, indexes, triggers (and whether
+they are enabled), functions (their bodies), types, sequences, policies, rules, extensions,
+large objects, settings and prepared transactions. A test that changed any of them leaves a
+database that is dropped, not handed on."""
 
 
 class PostgresDatabases:
@@ -128,38 +167,53 @@ class PostgresDatabases:
 
     Copying the template (``CREATE DATABASE ... TEMPLATE``) costs the server 0.25-0.45 s of
     CPU here, and some 770 tests ask for one. So a database a test is done with is put back
-    as the template left it and handed to the next test: its processes and connections gone,
-    its schema checked against the template's (:data:`SCHEMA`), every table emptied and the
-    template's own rows (the migration's secrets and generation) copied back, every sequence
-    set back. That takes a few milliseconds; a database that fails a check is dropped.
+    as the template left it and handed to the next test, in some 20 ms:
+
+    - the processes that carry its URL are killed, its other connections ended;
+    - its schema is compared with the template's (:data:`SCHEMA`);
+    - every table is emptied, and the template's own rows (the migration's secrets and
+      generation) are copied back, every sequence set back;
+    - the tables that hold pages are vacuumed (autovacuum may be off), so that what a test
+      wrote leaves no dead rows for the next one to scan;
+    - it is renamed: a client of the last test that still holds its URL cannot reach it.
+
+    A database that fails a check is dropped, and the next test gets a fresh copy.
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.template = f"pkgcat_template_{uuid.uuid4().hex[:12]}"
-        self._execute(f'CREATE DATABASE "{self.template}"')
-        upgrade(_with_database(url, self.template))
         self._free: list[str] = []
-        with psycopg.connect(_with_database(url, self.template)) as template:
-            self._schema = _schema(template)
-            self._tables = [
-                name
-                for (name,) in template.execute(
-                    "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'"
-                )
-            ]
-            self._rows: dict[str, bytes] = {}
-            for table in self._tables:
-                with template.cursor().copy(f"COPY {table} TO STDOUT") as copy:
-                    if rows := b"".join(bytes(block) for block in copy):
-                        self._rows[table] = rows
-            self._sequences = template.execute(
-                "SELECT format('%I.%I', schemaname, sequencename), "
-                "coalesce(last_value, start_value), last_value IS NOT NULL FROM pg_sequences"
-            ).fetchall()
+        self._execute(f'CREATE DATABASE "{self.template}"')
+        try:
+            upgrade(_with_database(url, self.template))
+            with self._connect(self.template) as template:
+                self._schema = _schema(template)
+                self._tables = [
+                    name
+                    for (name,) in template.execute(
+                        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'"
+                    )
+                ]
+                self._rows: dict[str, bytes] = {}
+                for table in self._tables:
+                    with template.cursor().copy(f"COPY {table} TO STDOUT") as copy:
+                        if rows := b"".join(bytes(block) for block in copy):
+                            self._rows[table] = rows
+                self._sequences = template.execute(
+                    "SELECT format('%I.%I', schemaname, sequencename), "
+                    "coalesce(last_value, start_value), last_value IS NOT NULL FROM pg_sequences"
+                ).fetchall()
+        except BaseException:
+            self._drop(self.template)
+            raise
+
+    def _connect(self, name: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:
+        """A connection to database ``name`` (the URL may name a driver: psycopg takes none)."""
+        return psycopg.connect(conninfo(_with_database(self.url, name)), autocommit=autocommit)
 
     def _execute(self, statement: str, *arguments: object) -> list[tuple[object, ...]]:
-        with psycopg.connect(_admin_conninfo(self.url), autocommit=True) as connection:
+        with psycopg.connect(conninfo(self.url), autocommit=True) as connection:
             cursor = connection.execute(statement, arguments or None)  # names made here
             return cursor.fetchall() if cursor.description else []
 
@@ -167,7 +221,7 @@ class PostgresDatabases:
     def database(self, *, migrated: bool = True) -> Iterator[str]:
         """A migrated database as new (or an empty one, made for the test and dropped after)."""
         if not migrated:
-            name = f"pkgcat_test_{uuid.uuid4().hex[:12]}"
+            name = _name()
             self._execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
             try:
                 yield _with_database(self.url, name)
@@ -179,49 +233,69 @@ class PostgresDatabases:
         try:
             yield url
         finally:
-            if self._renewed(name, url):
-                self._free.append(name)
+            try:
+                renewed = self._renewed(name, url)
+            except psycopg.Error:  # whatever the test left that the emptying trips on
+                renewed = None
+            if renewed:
+                self._free.append(renewed)
             else:
                 self._drop(name)
 
     def _copy(self) -> str:
-        name = f"pkgcat_test_{uuid.uuid4().hex[:12]}"
+        name = _name()
         self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
         return name
 
     def _drop(self, name: str) -> None:
         self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    def _renewed(self, name: str, url: str) -> bool:
-        """Put the database back as the template left it; False if it cannot be trusted to be."""
+    def _renewed(self, name: str, url: str) -> str | None:
+        """Put the database back as the template left it, under a new name (None: it cannot
+        be trusted to be)."""
         if kill_marked(url):  # a server the test left running: it could write on later
-            return False
+            return None
         others = "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
         self._execute(f"SELECT pg_terminate_backend(pid) FROM ({others}) AS o", name)  # noqa: S608
         deadline = time.monotonic() + 5
         while self._execute(others, name):  # a terminated backend takes a moment to exit
             if time.monotonic() > deadline:
-                return False
+                return None
             time.sleep(0.002)  # polling the server's own list, not timing anything
-        with psycopg.connect(url) as db:
+        with self._connect(name) as db:
             if _schema(db) != self._schema:
-                return False
+                return None
+            db.execute("SET LOCAL lock_timeout = '5s'")
             try:  # no trigger fires and no foreign key orders the deletes; a superuser's right
                 db.execute("SET LOCAL session_replication_role = replica")
             except psycopg.errors.InsufficientPrivilege:
-                return False  # another role: each test gets a fresh copy, as it always may
+                return None  # another role: each test gets a fresh copy, as it always may
             db.execute("; ".join(f"DELETE FROM {t}" for t in self._tables))  # noqa: S608 - ours
             for table, rows in self._rows.items():
                 with db.cursor().copy(f"COPY {table} FROM STDIN") as copy:
                     copy.write(rows)
             for sequence, value, called in self._sequences:
                 db.execute("SELECT setval(%s::regclass, %s, %s)", (sequence, value, called))
-        return True
+        with self._connect(name, autocommit=True) as db:
+            written = db.execute(
+                "SELECT string_agg(oid::regclass::text, ', ') FROM pg_class "
+                "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' "
+                "AND pg_relation_size(oid) > 0"
+            ).fetchone()
+            if written and written[0]:
+                db.execute(f"VACUUM {written[0]}")
+        renamed = _name()
+        self._execute(f'ALTER DATABASE "{name}" RENAME TO "{renamed}"')
+        return renamed
 
     def close(self) -> None:
         for name in [*self._free, self.template]:
             self._drop(name)
         self._free.clear()
+
+
+def _name() -> str:
+    return f"pkgcat_test_{uuid.uuid4().hex[:12]}"
 
 
 def _schema(connection: psycopg.Connection[Any]) -> object:

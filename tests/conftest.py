@@ -189,7 +189,7 @@ def sqlite_url(tmp_path: Path, migrated_sqlite: Path) -> str:
 
 @pytest.fixture
 def postgres_url(postgres_databases: PostgresDatabases) -> Iterator[str]:
-    """A migrated PostgreSQL database of the test's own, dropped afterwards."""
+    """A migrated PostgreSQL database of the test's own, emptied for the next (tests/backends.py)."""
     with postgres_databases.database() as url:
         yield url
 

@@ -20,6 +20,7 @@ from tests.backends import (
     POSTGRES_VARIABLE,
     REDIS_VARIABLE,
     PostgresDatabases,
+    conninfo,
     service_url,
 )
 from tests.servers import free_port
@@ -67,71 +68,118 @@ def test_a_service_that_answers_nowhere_skips_its_tests_or_fails_them_in_ci(
 SOURCE = (
     "INSERT INTO sources (name, url, created_at) VALUES (%s, 'https://x.test/', 0) RETURNING id"
 )
+IDENTITY = "SELECT oid FROM pg_database WHERE datname = current_database()"
 
 
 def rows(url: str, query: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url) as db:
+    with psycopg.connect(conninfo(url)) as db:
         return db.execute(query).fetchall()
-
-
-def exists(databases: PostgresDatabases, url: str) -> bool:
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(databases.url) as db:
-        return (
-            db.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-            is not None
-        )
 
 
 def test_a_database_handed_on_is_as_the_template_left_it(
     postgres_databases: PostgresDatabases,
 ) -> None:
-    """The next test gets the same database: emptied, the migration's rows back, ids from 1,
-    and nothing of the last test's still connected or holding a lock."""
-    made = "SELECT name, value FROM api_secrets UNION ALL SELECT 'generation', value::text FROM catalogue_generation"
+    """The next test gets the same database under a new name: emptied, the migration's rows
+    back, ids from 1, no dead rows, nothing of the last test's connected or holding a lock."""
+    made = (
+        "SELECT name, value FROM api_secrets "
+        "UNION ALL SELECT 'generation', value::text FROM catalogue_generation"
+    )
     with postgres_databases.database() as url:
-        fresh = rows(url, made)
-        with psycopg.connect(url) as db:
+        fresh, identity = rows(url, made), rows(url, IDENTITY)
+        with psycopg.connect(conninfo(url)) as db:
             db.execute(SOURCE, ("used",))
+            db.execute(
+                "INSERT INTO sources (name, url, created_at) "
+                "SELECT 'n' || g, 'https://x.test/', 0 FROM generate_series(1, 5000) AS g"
+            )
             db.execute("DELETE FROM api_secrets")
             db.execute("UPDATE catalogue_generation SET value = value + 7")
-        forgotten = psycopg.connect(url, autocommit=True)  # a test's connection left open...
+        forgotten = psycopg.connect(conninfo(url), autocommit=True)  # a test's connection...
         forgotten.execute("BEGIN; LOCK TABLE usage_days IN ACCESS EXCLUSIVE MODE")  # ...locking
     with postgres_databases.database() as again:
-        assert again == url  # handed on, not copied afresh
+        assert rows(again, IDENTITY) == identity  # handed on, not copied afresh
+        assert again != url
         with pytest.raises(psycopg.OperationalError):
             forgotten.execute("SELECT 1")
-        assert rows(again, "SELECT count(*) FROM sources") == [(0,)]
+        with pytest.raises(psycopg.OperationalError, match="does not exist"):
+            psycopg.connect(conninfo(url))  # the last test's URL leads nowhere
+        assert rows(again, "SELECT count(*), pg_relation_size('sources') FROM sources") == [(0, 0)]
         assert rows(again, made) == fresh
-        with psycopg.connect(again) as db:
+        with psycopg.connect(conninfo(again)) as db:
             db.execute("SET lock_timeout = '2s'")
             db.execute("LOCK TABLE usage_days IN ACCESS EXCLUSIVE MODE")
             assert db.execute(SOURCE, ("new",)).fetchone() == (1,)
 
 
-def test_a_database_whose_schema_a_test_changed_is_dropped(
-    postgres_databases: PostgresDatabases,
+CHANGES = {
+    "a trigger": [
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'refused'; END $$",
+        "CREATE TRIGGER refuse BEFORE INSERT ON sources EXECUTE FUNCTION refuse()",
+    ],
+    "a constraint": ["ALTER TABLE sources ADD CONSTRAINT short CHECK (length(name) < 3)"],
+    "a dropped table": ["DROP TABLE download_totals"],
+    "a trigger disabled": ["ALTER TABLE packages DISABLE TRIGGER ALL"],
+    "a function's body": [
+        "CREATE FUNCTION one() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+        "COMMIT",
+        "CREATE OR REPLACE FUNCTION one() RETURNS int LANGUAGE sql AS 'SELECT 2'",
+    ],
+    "a sequence's step": ["ALTER SEQUENCE sources_id_seq INCREMENT BY 10"],
+    "an unlogged table": ["ALTER TABLE download_totals SET UNLOGGED"],
+    "row security": [
+        "ALTER TABLE sources ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY none ON sources USING (false)",
+    ],
+    "a rule": ["CREATE RULE nothing AS ON INSERT TO sources DO INSTEAD NOTHING"],
+    "a grant": ["REVOKE ALL ON sources FROM PUBLIC", "GRANT SELECT ON sources TO PUBLIC"],
+    "a table option": ["ALTER TABLE sources SET (fillfactor = 50)"],
+    "a type": ["CREATE TYPE mood AS ENUM ('sad', 'ok')"],
+    "a schema": ["CREATE SCHEMA elsewhere"],
+    "a large object": ["SELECT lo_create(0)"],
+    "a column's collation": [
+        'ALTER TABLE sources ALTER COLUMN label TYPE varchar(200) COLLATE "C"'
+    ],
+    "a setting": ["ALTER DATABASE {database} SET work_mem = '1MB'"],
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES)
+def test_a_database_whose_schema_a_test_changed_is_not_handed_on(
+    postgres_databases: PostgresDatabases, change: list[str]
 ) -> None:
-    with postgres_databases.database() as url, psycopg.connect(url) as db:
-        db.execute(
-            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$ BEGIN RAISE EXCEPTION 'refused'; END $$"
-        )
-        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON sources EXECUTE FUNCTION refuse()")
-    assert not exists(postgres_databases, url)
-    with postgres_databases.database() as other, psycopg.connect(other) as db:
-        db.execute(SOURCE, ("fine",))
+    with postgres_databases.database() as url, psycopg.connect(conninfo(url)) as db:
+        changed = rows(url, IDENTITY)
+        for statement in change:
+            db.execute(statement.format(database=url.rsplit("/", 1)[1]))
+    with postgres_databases.database() as other, psycopg.connect(conninfo(other)) as db:
+        assert rows(other, IDENTITY) != changed  # a fresh copy
+        assert db.execute(SOURCE, ("fine",)).fetchone() == (1,)
 
 
-def test_a_database_a_process_of_the_test_still_uses_is_dropped(
+def test_a_database_a_process_of_the_test_still_uses_is_not_handed_on(
     postgres_databases: PostgresDatabases,
 ) -> None:
     """A server the test left running could write into the next test's catalogue."""
     with postgres_databases.database() as url:
+        used = rows(url, IDENTITY)
         env = {**os.environ, "PKGCAT_DATABASE_URL": url}
         left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     try:
         assert left.wait(timeout=10) == -signal.SIGKILL
-        assert not exists(postgres_databases, url)
+        with postgres_databases.database() as other:
+            assert rows(other, IDENTITY) != used  # a fresh copy
     finally:
         left.kill()
+
+
+def test_a_url_that_names_a_driver_works_as_the_plain_one() -> None:
+    """pkgcat takes ``postgresql+psycopg://`` and ``postgresql+asyncpg://``; the tests too."""
+    plain = service_url(POSTGRES_VARIABLE, "PostgreSQL")
+    databases = PostgresDatabases(plain.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with databases.database() as url:
+            assert rows(url, "SELECT count(*) FROM sources") == [(0,)]
+    finally:
+        databases.close()
