@@ -3,7 +3,7 @@
 Every check schemathesis has (server errors, status codes, headers, response
 schemas, schema-valid data accepted, schema-invalid data refused, requests
 without a key refused...) over every operation, authenticated with a demo key,
-on both databases. In CI: a fixed seed and a small budget (some 10 s a database).
+on both databases. In CI: a fixed seed and a small budget (25-35 s a database).
 ``make fuzz`` sets ``FUZZ_SECONDS`` for a long campaign with a fresh seed, which
 it prints; a failure prints the command that reproduces it.
 """
