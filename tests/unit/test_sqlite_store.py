@@ -12,7 +12,7 @@ import pytest
 from pkgcat import keys
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.interfaces import Counted
-from pkgcat.storage.sqlite import SqliteCounter, SqliteDatabase, sqlite_path
+from pkgcat.storage.sqlite import SqliteChanges, SqliteCounter, SqliteDatabase, sqlite_path
 from pkgcat.storage.sqlite.connection import JOURNAL_SIZE_LIMIT
 
 DAY = date(2024, 3, 31)
@@ -261,3 +261,24 @@ def test_a_revoked_keys_count_is_dropped_and_its_neighbours_land(
     assert live.requests == 2  # the first request and the spare key's
     assert live.generation >= 0
     assert stored(database_url) == 2
+
+
+def test_one_read_of_the_generation_serves_a_turn_and_a_later_request_sees_a_change(
+    database_url: str, catalogue: dict[str, str], admin: CatalogueAdmin
+) -> None:
+    """Refused keys ask for the latest generation; a crowd of them in one turn of the loop
+    costs one statement, and a key created before a request arrives is still seen by it."""
+    database = SqliteDatabase(database_url)
+    changes = SqliteChanges(database)
+    reads: list[str] = []
+    database.db.set_trace_callback(reads.append)
+
+    async def main() -> None:
+        crowd = await asyncio.gather(*(changes.latest() for _ in range(20)))
+        assert len(set(crowd)) == 1
+        assert sum("catalogue_generation" in sql for sql in reads) == 1
+        admin.create_key("Alpha", "alpha-a")  # as another process would: the generation moves
+        later = asyncio.get_running_loop().create_task(changes.latest())
+        assert await later > crowd[0]
+
+    asyncio.run(main())

@@ -7,6 +7,7 @@ which SQLite's WAL mode serves from one snapshot.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,11 +33,18 @@ class SqliteChanges:
     generation it reads is at least the one of the last change committed before
     the request arrived. :meth:`current` is the latest value seen so far, which
     is older until the request's own commit; :meth:`latest` reads the database.
+
+    One read of :meth:`latest` serves every request of the event loop's turn it is made in
+    (a crowd of refused keys asks for it once a turn, not once each): those requests were
+    all queued before the read, so each had arrived before it, and a change committed
+    before a request arrived is one the read sees. The first call of the next turn reads
+    again.
     """
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._database = database
         self._seen: int | None = None
+        self._read_this_turn = False
 
     def current(self) -> int:
         if self._seen is None:
@@ -48,8 +56,15 @@ class SqliteChanges:
         self._seen = generation
 
     async def latest(self) -> int:
-        self._seen = read_generation(self._database.db)
+        if self._seen is None or not self._read_this_turn:
+            self._seen = read_generation(self._database.db)
+            self._read_this_turn = True
+            # Runs after every callback queued so far: a request queued later reads again.
+            asyncio.get_running_loop().call_soon(self._turn_ended)
         return self._seen
+
+    def _turn_ended(self) -> None:
+        self._read_this_turn = False
 
     async def close(self) -> None:
         self._database.close()
