@@ -285,8 +285,8 @@ def test_a_caller_cancelled_once_its_commit_has_left_is_taken_back(
 def _waiting_on_a_lock(database_url: str) -> bool:
     with psycopg.connect(asyncpg_dsn(database_url)) as db:
         found = db.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO usage_days%'"
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO usage_days%'"
         ).fetchone()
     return found is not None and found[0] > 0
 
