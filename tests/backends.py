@@ -167,7 +167,7 @@ class PostgresDatabases:
 
     Copying the template (``CREATE DATABASE ... TEMPLATE``) costs the server 0.25-0.45 s of
     CPU here, and some 770 tests ask for one. So a database a test is done with is put back
-    as the template left it and handed to the next test, in some 20 ms:
+    as the template left it and handed to the next test, in some 30 ms:
 
     - the processes that carry its URL are killed, its other connections ended;
     - its schema is compared with the template's (:data:`SCHEMA`);
