@@ -21,8 +21,10 @@ from typing import Any, NoReturn
 import psycopg
 import pytest
 import redis
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import upgrade
 from tests.servers import kill_marked
 
@@ -72,6 +74,16 @@ def answers(url: str) -> bool:
         return True
     except (OSError, psycopg.Error, redis.RedisError):
         return False
+
+
+def rows(url: str, query: str) -> list[tuple[object, ...]]:
+    """``query``'s rows in the database at ``url``, read through a connection of its own."""
+    engine = engine_for(url)
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(text(query))]
+    finally:
+        engine.dispose()
 
 
 def conninfo(url: str) -> str:

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any
 
 import psycopg
 import pytest
@@ -21,6 +20,7 @@ from tests.backends import (
     REDIS_VARIABLE,
     PostgresDatabases,
     conninfo,
+    rows,
     service_url,
 )
 from tests.servers import free_port
@@ -69,11 +69,6 @@ SOURCE = (
     "INSERT INTO sources (name, url, created_at) VALUES (%s, 'https://x.test/', 0) RETURNING id"
 )
 IDENTITY = "SELECT oid FROM pg_database WHERE datname = current_database()"
-
-
-def rows(url: str, query: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(conninfo(url)) as db:
-        return db.execute(query).fetchall()
 
 
 def test_a_database_handed_on_is_as_the_template_left_it(

@@ -5,22 +5,12 @@ from __future__ import annotations
 import hashlib
 
 import httpx
-from sqlalchemy import text
 
-from pkgcat.storage.engine import engine_for
+from tests.backends import rows
 from tests.conftest import Api
 from tests.repository.test_served import stanzas
 from tests.store.conftest import MODEL, STORE, UDID, Mailbox
 from tests.store.sileo import Sileo
-
-
-def _rows(database_url: str, query: str) -> list[tuple[object, ...]]:
-    engine = engine_for(database_url)
-    try:
-        with engine.connect() as db:
-            return [tuple(row) for row in db.execute(text(query))]
-    finally:
-        engine.dispose()
 
 
 def test_sileo_buys_and_downloads_a_paid_package_then_signs_out(
@@ -63,7 +53,7 @@ def test_sileo_buys_and_downloads_a_paid_package_then_signs_out(
     assert device.user_info().json()["items"] == ["com.alpha.paid"]
     # Bought again: already owned, no second purchase.
     assert device.purchase("com.alpha.paid").json() == {"status": 0}
-    ledger = _rows(
+    ledger = rows(
         database_url,
         "SELECT nickname, status, total, currency, payment_platform, udid, device_model, txn_id"
         " FROM purchases WHERE nickname = 'buyer@example.test'",

@@ -15,7 +15,7 @@ from sqlalchemy import inspect, text
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import alembic_config, current_revision, head_revision, upgrade
 from pkgcat.storage.schema import metadata
-from tests.backends import PostgresDatabases
+from tests.backends import PostgresDatabases, rows
 from tests.conftest import BACKENDS
 
 TABLES = {
@@ -78,15 +78,6 @@ def test_every_migration_is_undone_and_redone(empty_url: str) -> None:
     assert tables(empty_url) & TABLES == set()
     command.upgrade(config, "head")
     assert differences(empty_url) == []
-
-
-def rows(url: str, query: str) -> list[tuple[object, ...]]:
-    engine = engine_for(url)
-    try:
-        with engine.connect() as connection:
-            return [tuple(row) for row in connection.execute(text(query))]
-    finally:
-        engine.dispose()
 
 
 def generation(url: str) -> int:
