@@ -342,6 +342,55 @@ def test_a_lost_script_cache_costs_no_count(private_redis: PrivateRedis) -> None
     assert (after[0] - before[0], after[1] - before[1]) == (2, 2)
 
 
+def test_a_call_that_fails_leaves_the_next_batch_its_own_replies(
+    redis_url: str, namespace: str
+) -> None:
+    """A counter that is not a number fails its call, not the connection.
+
+    Its batch fails open as a whole (application 9's count was taken all the same),
+    and the next batch reads its own replies, not the rest of the last one's.
+    """
+    with redis.Redis.from_url(redis_url) as client:
+        client.set(f"{namespace}:ratelimit:8", "not a count")
+
+    async def main() -> tuple[list[RateDecision], RateDecision]:
+        limiter = RedisLimiter(
+            redis_url, "5/minute", namespace, timeout=WAIT, retry_after_failure=0
+        )
+        try:
+            failed = await asyncio.gather(limiter.hit(8), limiter.hit(9))
+            return list(failed), await hit(limiter, 9)
+        finally:
+            await limiter.close()
+
+    failed, after = asyncio.run(main())
+    assert failed == [RateDecision(True, 5, 5, 60, 60)] * 2  # open: the full limit left
+    assert after.remaining == 3  # application 9's second hit in its window
+
+
+def test_the_password_and_database_of_the_address_are_used(private_redis: PrivateRedis) -> None:
+    """The limiter's own connection logs in and selects the address's database."""
+    password = "s3cret-" + uuid.uuid4().hex[:8]
+    with private_redis.client() as client:
+        client.config_set("requirepass", password)
+    name = new_namespace()
+    url = f"redis://:{password}@127.0.0.1:{private_redis.port}/3"
+
+    async def main() -> list[RateDecision]:
+        limiter = RedisLimiter(url, "5/minute", name, timeout=WAIT)
+        try:
+            return [await hit(limiter, 4) for _ in range(2)]
+        finally:
+            await limiter.close()
+
+    decisions = asyncio.run(main())
+    assert [d.remaining for d in decisions] == [4, 3]  # counted in Redis, not failed open
+    key = f"{name}:ratelimit:4"
+    for database, count in ((3, b"2"), (0, None)):
+        with redis.Redis(port=private_redis.port, db=database, password=password) as client:
+            assert client.get(key) == count
+
+
 def test_no_redis_fails_open_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -25,7 +25,12 @@ Design, and why:
   a time: hits arriving meanwhile wait and leave together when it returns,
   so under load a pipeline carries as many hits as arrived during the last
   round trip instead of one small pipeline per turn (each pipeline costs the
-  worker more CPU than the requests it carries). Replies are parsed by
+  worker more CPU than the requests it carries). The calls travel on one
+  connection the limiter keeps, a redis-py connection driven directly (all
+  calls written, then the replies read in order) rather than through
+  redis-py's ``Pipeline``, whose checkout, retry and bookkeeping cost as much
+  again as the round trip: 92 to 145 us of the worker's CPU a round trip
+  against 231 to 297 us (docs/benchmarks.md). Replies are parsed by
   hiredis (installed with redis-py's ``hiredis`` extra): its pure-Python
   parser cost more than the rest of a request. Each caller awaits its own
   future, so one caller going away does not cancel the others'.
@@ -62,9 +67,10 @@ from urllib.parse import urlsplit
 
 from limits import parse
 from redis.asyncio import Redis
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from pkgcat.domain import RateDecision
 
@@ -128,6 +134,7 @@ class RedisLimiter:
                 retry=Retry(NoBackoff(), 0),
             )
         self._redis = client
+        self._connection: AbstractConnection | None = None
         password = client.connection_pool.connection_kwargs.get("password")
         self._password = password if isinstance(password, str) and password else None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -230,14 +237,30 @@ class RedisLimiter:
         return replies
 
     async def _pipeline(self, keys: list[tuple[str, int]], *, by_sha: bool) -> list[Any]:
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for key, hits in keys:
-                if by_sha:
-                    pipe.evalsha(_HIT_SHA, 1, key, self._window_ms, hits)
-                else:
-                    pipe.eval(_HIT_SCRIPT, 1, key, self._window_ms, hits)
-            # Errors of single calls come back in their place instead of aborting the rest.
-            return await pipe.execute(raise_on_error=False)
+        """The calls for (key, hits) sent together on the limiter's own connection, then
+        their replies read in order; a call's error comes back in its place.
+
+        Not redis-py's ``Pipeline``: its connection checkout, retry wrapper and bookkeeping
+        cost as much again as the round trip (docs/benchmarks.md). The connection is
+        redis-py's, so every address form, TLS, the login and the database work as for
+        the client.
+        """
+        connection = self._connection
+        if connection is None:  # redis-py connects it at a send, and again after a failure
+            pool = self._redis.connection_pool  # the client's settings, not its pool
+            connection = self._connection = pool.connection_class(**pool.connection_kwargs)
+        script = (b"EVALSHA", _HIT_SHA) if by_sha else (b"EVAL", _HIT_SCRIPT)
+        calls = [(*script, 1, key, self._window_ms, hits) for key, hits in keys]
+        await connection.send_packed_command(connection.pack_commands(calls), check_health=False)
+        replies: list[Any] = []
+        for _ in calls:
+            try:
+                replies.append(await connection.read_response())
+            except ResponseError as error:  # this call's own error, read whole: still in step
+                replies.append(error)
+        # Any other failure (a timeout, a lost connection) has redis-py drop the connection,
+        # so a reply left unread never answers the next batch.
+        return replies
 
     def _decision(self, count: int, left_ms: int) -> RateDecision:
         """The decision for the hit that took ``count`` in a window with ``left_ms`` to run."""
@@ -287,6 +310,8 @@ class RedisLimiter:
             await asyncio.shield(asyncio.gather(*waiting, return_exceptions=True))
         while self._in_flight is not None:
             await asyncio.gather(self._in_flight, return_exceptions=True)
+        if self._connection is not None:
+            await self._connection.disconnect()
         await self._redis.aclose(close_connection_pool=True)
 
 
