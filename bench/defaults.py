@@ -7,6 +7,8 @@ The configuration docs/benchmarks.md shows first (``make bench-defaults``, that 
   the database (and Redis), so its access log is on, its output going to a file;
 - beside it, the same server with ``PKGCAT_ACCESS_LOG=false``: what the access log costs;
 - the same on PostgreSQL + Redis (the demo copied row for row, ``postgres.py``);
+- beside it, the same PostgreSQL database without Redis (the rate limit in the worker's
+  memory), details only: what Redis costs, and what PostgreSQL's count costs over SQLite's;
 - the baseline: a bare ASGI app answering the very bytes of the details answer
   (``baseline_app.py --body-file``) under ``granian --interface asgi`` with granian's own
   defaults;
@@ -64,6 +66,9 @@ BASELINE = "bare granian (defaults)"
 SQLITE = "SQLite, defaults"
 NO_ACCESS_LOG = "SQLite, PKGCAT_ACCESS_LOG=false"
 POSTGRES = "PostgreSQL + Redis, defaults"
+POSTGRES_ALONE = "PostgreSQL, no PKGCAT_REDIS_URL"
+"""The same database with the rate limit in the worker's memory: what Redis costs, and what
+PostgreSQL's count costs over SQLite's (the floor of the PostgreSQL + Redis goal)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,7 @@ def measure(options: Options, failures: list[str]) -> tuple[list[Row], dict[str,
         if options.postgres:
             url = stack.enter_context(postgres.catalogue_database(database, options.postgres_url))
             servers.append((POSTGRES, user_env(url, options.redis_url), True))
+            servers.append((POSTGRES_ALONE, user_env(url), False))
         targets: list[Target] = []
         sizes: dict[str, int] = {}
         body = b""
