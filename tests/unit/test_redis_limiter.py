@@ -391,6 +391,66 @@ def test_the_password_and_database_of_the_address_are_used(private_redis: Privat
             assert client.get(key) == count
 
 
+def test_a_connection_the_server_closed_while_idle_is_opened_again(
+    private_redis: PrivateRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis (its ``timeout``, a proxy) may close an idle connection: the next batch opens a
+    new one and is counted, instead of failing open with a warning."""
+
+    async def main() -> list[RateDecision]:
+        limiter = RedisLimiter(private_redis.url, "5/minute", new_namespace(), timeout=WAIT)
+        try:
+            first = await hit(limiter)
+            with private_redis.client() as client:
+                assert client.client_kill_filter(_type="normal", skipme=True) >= 1
+            # Turns of the loop, so that it reads the end of the closed connection.
+            for _ in range(20):
+                await asyncio.sleep(0)
+            return [first, await hit(limiter)]
+        finally:
+            await limiter.close()
+
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    decisions = asyncio.run(main())
+    assert [d.remaining for d in decisions] == [4, 3]
+    assert warnings_of(caplog) == []
+
+
+def test_a_batch_that_timed_out_leaves_no_reply_for_the_next(
+    private_redis: PrivateRedis,
+) -> None:
+    """A batch that times out takes its connection with it.
+
+    Redis, paused for writes, holds the second hit's call; the limiter fails open at its
+    timeout and drops the connection, so Redis never runs that call and the third hit reads
+    its own reply: the window's second count, and two counts in Redis. Left on the
+    connection, the held call would have run once Redis was unpaused, and each later
+    batch would have read the reply of the one before.
+    """
+    name = new_namespace()
+
+    async def main() -> list[RateDecision]:
+        limiter = RedisLimiter(
+            private_redis.url, "5/minute", name, timeout=1.0, retry_after_failure=0
+        )
+        try:
+            first = await hit(limiter)
+            with private_redis.client() as client:
+                client.execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+                try:
+                    timed_out = await hit(limiter)
+                finally:
+                    client.execute_command("CLIENT", "UNPAUSE")
+            return [first, timed_out, await hit(limiter)]
+        finally:
+            await limiter.close()
+
+    decisions = asyncio.run(main())
+    assert [d.remaining for d in decisions] == [4, 5, 3]  # the second failed open
+    with private_redis.client() as client:
+        assert client.get(f"{name}:ratelimit:1") == b"2"
+
+
 def test_no_redis_fails_open_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -29,8 +29,8 @@ Design, and why:
   connection the limiter keeps, a redis-py connection driven directly (all
   calls written, then the replies read in order) rather than through
   redis-py's ``Pipeline``, whose checkout, retry and bookkeeping cost as much
-  again as the round trip: 92 to 145 us of the worker's CPU a round trip
-  against 231 to 297 us (docs/benchmarks.md). Replies are parsed by
+  again as the round trip: 136 to 142 us of the worker's CPU a round trip
+  against 255 to 297 us (docs/benchmarks.md). Replies are parsed by
   hiredis (installed with redis-py's ``hiredis`` extra): its pure-Python
   parser cost more than the rest of a request. Each caller awaits its own
   future, so one caller going away does not cancel the others'.
@@ -94,9 +94,10 @@ _HIT_SHA = hashlib.sha1(_HIT_SCRIPT.encode(), usedforsecurity=False).hexdigest()
 class RedisLimiter:
     """:class:`~pkgcat.storage.interfaces.RateLimiter` on Redis (see the module docstring).
 
-    ``client`` replaces the client built from ``url`` (tests use it to observe
-    the traffic); either way the limiter owns it and :meth:`close` closes it.
-    One limiter serves one event loop, like the connections it holds.
+    ``client`` replaces the client built from ``url``. Either way its settings make the
+    connection the batches travel on, it answers :meth:`ready`, and the limiter owns it:
+    :meth:`close` closes both. One limiter serves one event loop, like the connections
+    it holds.
     """
 
     def __init__(
@@ -246,20 +247,30 @@ class RedisLimiter:
         the client.
         """
         connection = self._connection
-        if connection is None:  # redis-py connects it at a send, and again after a failure
+        if connection is None:  # built again after a failure, from the settings as they are
             pool = self._redis.connection_pool  # the client's settings, not its pool
             connection = self._connection = pool.connection_class(**pool.connection_kwargs)
         script = (b"EVALSHA", _HIT_SHA) if by_sha else (b"EVAL", _HIT_SCRIPT)
         calls = [(*script, 1, key, self._window_ms, hits) for key, hits in keys]
-        await connection.send_packed_command(connection.pack_commands(calls), check_health=False)
-        replies: list[Any] = []
-        for _ in calls:
-            try:
-                replies.append(await connection.read_response())
-            except ResponseError as error:  # this call's own error, read whole: still in step
-                replies.append(error)
-        # Any other failure (a timeout, a lost connection) has redis-py drop the connection,
-        # so a reply left unread never answers the next batch.
+        try:
+            if connection.is_connected and await connection.can_read():
+                # Closed by the server while idle (its timeout, a proxy) or holding bytes
+                # nobody asked for: connected afresh by the send, as the pool would.
+                await connection.disconnect(nowait=True)
+            await connection.send_packed_command(
+                connection.pack_commands(calls), check_health=False
+            )
+            replies: list[Any] = []
+            for _ in calls:
+                try:
+                    replies.append(await connection.read_response())
+                except ResponseError as error:  # this call's own error, read whole: in step
+                    replies.append(error)
+        except BaseException:
+            # A timeout, a lost connection, a cancellation: redis-py has dropped the
+            # connection, so no reply left unread can answer the next batch.
+            self._connection = None
+            raise
         return replies
 
     def _decision(self, count: int, left_ms: int) -> RateDecision:
@@ -310,9 +321,12 @@ class RedisLimiter:
             await asyncio.shield(asyncio.gather(*waiting, return_exceptions=True))
         while self._in_flight is not None:
             await asyncio.gather(self._in_flight, return_exceptions=True)
-        if self._connection is not None:
-            await self._connection.disconnect()
-        await self._redis.aclose(close_connection_pool=True)
+        connection, self._connection = self._connection, None
+        try:
+            if connection is not None:
+                await connection.disconnect(nowait=True)
+        finally:
+            await self._redis.aclose(close_connection_pool=True)
 
 
 def _without_credentials(url: str) -> str:
