@@ -10,10 +10,12 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from granian.constants import Loops
 from sqlalchemy import text
 from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli
+from pkgcat.cli.serve import event_loop
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import head_revision
 from tests.backends import PostgresDatabases
@@ -203,6 +205,13 @@ def test_a_missing_driver_names_the_extra_to_install(
     assert f"needs the {driver} driver: pip install 'pkgcat[{extra}]'" in result.stderr
 
 
+def test_without_uvloop_the_workers_run_on_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where uvloop is not installed (Windows), the server still starts, on asyncio's loop."""
+    assert event_loop() is Loops.uvloop
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if it were not installed
+    assert event_loop() is Loops.asyncio
+
+
 @pytest.mark.server
 def test_serve_names_what_it_serves_with_passwords_masked(
     tmp_path: Path, postgres_url: str, redis_url: str
@@ -216,6 +225,7 @@ def test_serve_names_what_it_serves_with_passwords_masked(
     assert f"pkgcat {version('pkgcat')}: serving the Package Catalogue API" in banner
     assert f"database  {postgres_url.replace('://postgres@', '://postgres:***@')}" in banner
     assert f"limiter   {redis_url.replace('://', '://:***@')}" in banner
+    assert "workers   1 worker on uvloop, shape A" in banner
     assert f"API       {served.base}/1.0/" in banner
     assert f"docs      {served.base}/docs" in banner
     assert "s3cr3tpw" not in banner

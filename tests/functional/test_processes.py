@@ -213,6 +213,16 @@ def test_two_workers_both_answer(tmp_path: Path, database_url: str) -> None:
         api_answers(served)
 
 
+def test_every_worker_runs_its_event_loop_on_uvloop(tmp_path: Path, database_url: str) -> None:
+    """The server extra's uvloop is the event loop each worker answers on."""
+    with demo_server(tmp_path, workers=2) as served:
+        workers = all_listening(served, 2)
+        api_answers(served)
+        for worker in workers:
+            # uvloop's compiled loop is mapped into the process only once it is imported.
+            assert "/uvloop/loop." in Path(f"/proc/{worker.pid}/maps").read_text(), worker
+
+
 def test_a_killed_worker_is_replaced_while_the_other_answers(
     tmp_path: Path, database_url: str
 ) -> None:
