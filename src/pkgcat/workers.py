@@ -8,16 +8,25 @@ worker as it starts, asks the kernel to kill the worker when its parent dies (Li
 only, ``prctl(PR_SET_PDEATHSIG)``; elsewhere it does nothing).
 
 :func:`obey_stop_signals_in_forks`, called in the server before it starts its
-workers, makes sure a worker obeys a stop that arrives while it is still starting.
+workers, makes sure a worker obeys a stop that arrives while it is still starting, and
+:func:`obey_stops_noted_between_runs`, called in each worker's lifespan startup, one that
+arrives while its event loop is between two runs.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import multiprocessing
 import os
 import signal
 import sys
+import threading
+
+STOP_CHECK_EVERY = 0.5
+"""Seconds between two wake-ups of a uvloop worker's loop for the stop signals it noted
+while it was not running (:func:`obey_stops_noted_between_runs`)."""
 
 PR_SET_PDEATHSIG = 1
 """From ``<linux/prctl.h>``: set the signal the kernel sends this process when its parent dies."""
@@ -105,3 +114,34 @@ def _default_stop_signals() -> None:
     for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     _unblock_stop_signals()  # a stop that arrived since the fork is delivered now
+
+
+def obey_stops_noted_between_runs(loop: asyncio.AbstractEventLoop) -> None:
+    """Have a uvloop ``loop`` handle, while it runs, the stop signals it noted while it did not.
+
+    granian hands a worker's SIGINT and SIGTERM to its event loop, runs the app's lifespan
+    startup in one run of the loop and serves in a second. uvloop listens for signals only
+    while it runs: one that comes before or between those runs is noted, and handled only
+    when another signal wakes the loop, so a stop sent then waited for the stop timeout and
+    the kill. Every ``STOP_CHECK_EVERY`` seconds, while it runs, the loop is woken as a
+    signal would wake it (a null byte on its wake-up descriptor), and handles what it noted.
+    asyncio's loop listens between runs too, and is left alone.
+    """
+    try:
+        from uvloop import Loop
+    except ImportError:
+        return
+    if isinstance(loop, Loop) and threading.current_thread() is threading.main_thread():
+        loop.call_later(STOP_CHECK_EVERY, _wake_for_noted_signals, loop)
+
+
+def _wake_for_noted_signals(loop: asyncio.AbstractEventLoop) -> None:
+    # The descriptor the loop set for this run, read by setting it again as uvloop sets it. A
+    # signal in between writes no byte, but the loop notes it all the same, and the byte below
+    # has it handled.
+    descriptor = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(descriptor, warn_on_full_buffer=False)
+    if descriptor >= 0:
+        with contextlib.suppress(BlockingIOError, InterruptedError):  # full: woken anyway
+            os.write(descriptor, b"\0")
+    loop.call_later(STOP_CHECK_EVERY, _wake_for_noted_signals, loop)

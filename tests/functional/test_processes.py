@@ -7,6 +7,7 @@ end of a connection.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import http.client
 import os
@@ -14,12 +15,16 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import uvloop
 
+from pkgcat.app import create_app
+from pkgcat.config import Settings
 from pkgcat.storage.migrate import upgrade
 from tests.servers import (
     PKGCAT,
@@ -213,16 +218,6 @@ def test_two_workers_both_answer(tmp_path: Path, database_url: str) -> None:
         api_answers(served)
 
 
-def test_every_worker_runs_its_event_loop_on_uvloop(tmp_path: Path, database_url: str) -> None:
-    """The server extra's uvloop is the event loop each worker answers on."""
-    with demo_server(tmp_path, workers=2) as served:
-        workers = all_listening(served, 2)
-        api_answers(served)
-        for worker in workers:
-            # uvloop's compiled loop is mapped into the process only once it is imported.
-            assert "/uvloop/loop." in Path(f"/proc/{worker.pid}/maps").read_text(), worker
-
-
 def test_a_killed_worker_is_replaced_while_the_other_answers(
     tmp_path: Path, database_url: str
 ) -> None:
@@ -378,3 +373,36 @@ def test_a_stop_delivered_to_another_thread_of_the_server_stops_it(
         assert others, "the server runs threads besides its main one"
         _signal_thread(pid, others[0], signal.SIGINT)
         assert poll(served.process.poll, "the server stops") == 0
+
+
+def test_a_stop_that_comes_between_the_event_loops_two_runs_is_obeyed(database_url: str) -> None:
+    """As granian runs a worker: the stop signals go to the event loop, the app's lifespan
+    startup runs in one run of the loop, and serving in a second. uvloop listens for signals
+    only while it runs; a SIGTERM sent between the two runs must still stop the worker."""
+    app = create_app(Settings(database_url=database_url))
+    loop = uvloop.new_event_loop()
+    previous = signal.getsignal(signal.SIGTERM)
+    stopped: asyncio.Future[None] = loop.create_future()
+
+    def on_stop() -> None:  # as granian's handler does: note the stop
+        if not stopped.done():
+            stopped.set_result(None)
+
+    loop.add_signal_handler(signal.SIGTERM, on_stop)
+    inbox: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+    outbox: asyncio.Queue[MutableMapping[str, Any]] = asyncio.Queue()
+    inbox.put_nowait({"type": "lifespan.startup"})
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    lifespan = loop.create_task(app(scope, inbox.get, outbox.put))
+    try:
+        assert loop.run_until_complete(outbox.get())["type"] == "lifespan.startup.complete"
+
+        os.kill(os.getpid(), signal.SIGTERM)  # the loop is not running: it only notes it
+
+        loop.run_until_complete(asyncio.wait_for(stopped, WAIT))
+    finally:
+        inbox.put_nowait({"type": "lifespan.shutdown"})
+        loop.run_until_complete(lifespan)
+        loop.remove_signal_handler(signal.SIGTERM)
+        loop.close()
+        signal.signal(signal.SIGTERM, previous)

@@ -10,6 +10,7 @@ and the redirects there are relative.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -39,6 +40,7 @@ from pkgcat.http import dashboard
 from pkgcat.http.errors import error_response
 from pkgcat.http.openapi import openapi_json
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.workers import obey_stops_noted_between_runs
 
 if TYPE_CHECKING:
     from pkgcat.metrics import Metrics
@@ -227,6 +229,7 @@ def create_site(
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        obey_stops_noted_between_runs(asyncio.get_running_loop())
         if metrics is not None:
             metrics.start()
         for task in background:
