@@ -11,7 +11,8 @@ The configuration docs/benchmarks.md shows first (``make bench-defaults``, that 
   memory), details only: what Redis costs, and what PostgreSQL's count costs over SQLite's;
 - the baseline: a bare ASGI app answering the very bytes of the details answer
   (``baseline_app.py --body-file``) under ``granian --interface asgi`` with granian's own
-  defaults (its loop is uvloop, as ``pkgcat serve``'s, once the server extra installed it);
+  defaults (its default loop choice takes uvloop, which the server extra installs, as
+  ``pkgcat serve`` does);
 - servers pinned to CPU 0, ``wrk -t1 -c64 -d5s`` pinned to CPU 1, every target in turn
   in each round (interleaved), medians of 3 rounds (PostgreSQL and Redis, being the
   machine's services, are not pinned).

@@ -10,12 +10,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from granian.constants import Loops
 from sqlalchemy import text
 from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli
-from pkgcat.cli.serve import event_loop
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import head_revision
 from tests.backends import PostgresDatabases
@@ -203,13 +201,6 @@ def test_a_missing_driver_names_the_extra_to_install(
     result = CliRunner().invoke(cli, ["key", "list"], env=env)
     assert result.exit_code == 2
     assert f"needs the {driver} driver: pip install 'pkgcat[{extra}]'" in result.stderr
-
-
-def test_without_uvloop_the_workers_run_on_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where uvloop is not installed (Windows), the server still starts, on asyncio's loop."""
-    assert event_loop() is Loops.uvloop
-    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if it were not installed
-    assert event_loop() is Loops.asyncio
 
 
 @pytest.mark.server

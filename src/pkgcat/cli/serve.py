@@ -109,8 +109,8 @@ def _serve(settings: Settings) -> None:
         target=f"{worker_app.__module__}:{worker_app.__name__}",
         factory=True,
         interface=Interfaces.ASGI,
-        # uvloop where installed (the server extra brings it, but on Windows): every target
-        # of `make bench-defaults` runs 8 to 20% faster on it (docs/benchmarks.md).
+        # uvloop where installed (the server extra brings it, but on Windows and PyPy): every
+        # target of `make bench-defaults` served 14 to 25% more on it (docs/benchmarks.md).
         loop=loop,
         address=settings.host,
         port=settings.port,
