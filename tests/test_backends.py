@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -23,7 +24,7 @@ from tests.backends import (
     rows,
     service_url,
 )
-from tests.servers import free_port
+from tests.servers import free_port, poll
 
 SERVICES = [(POSTGRES_VARIABLE, "PostgreSQL"), (REDIS_VARIABLE, "Redis")]
 
@@ -161,6 +162,11 @@ def test_a_database_a_process_of_the_test_still_uses_is_not_handed_on(
         used = rows(url, IDENTITY)
         env = {**os.environ, "PKGCAT_DATABASE_URL": url}
         left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+        # Popen can return before the new program's environment shows in /proc (seen in 118 of
+        # 300 starts): until then nothing tells the process uses the database.
+        mark = f"PKGCAT_DATABASE_URL={url}".encode()
+        environ = Path(f"/proc/{left.pid}/environ")
+        poll(lambda: True if mark in environ.read_bytes().split(b"\0") else None, "its environment")
     try:
         assert left.wait(timeout=10) == -signal.SIGKILL
         with postgres_databases.database() as other:
