@@ -58,6 +58,7 @@ from pkgcat.http.webhooks import Call
 from pkgcat.http.webhooks import Handler as WebhookHandler
 from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import REQUEST_ID, redact, request_text
+from pkgcat.loops import RunningLoop
 from pkgcat.services import CatalogueService
 from pkgcat.storage.cache import GenerationCache
 
@@ -271,6 +272,7 @@ class ApiApp:
         self._inflight: dict[int, tuple[asyncio.Task[object], float]] = {}
         self._late: set[int] = set()
         self._sweeping: asyncio.AbstractEventLoop | None = None
+        self._running = RunningLoop()
 
     def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         """Cancel the requests past their deadline; look again while any is under way."""
@@ -410,9 +412,9 @@ class ApiApp:
         task = None
         # Reads only: a write (an upload) lasts as long as its body takes to arrive.
         if handler is not None:
-            task = asyncio.current_task()
+            loop = self._running()
+            task = asyncio.current_task(loop)
             if task is not None:
-                loop = task.get_loop()
                 self._inflight[token] = (task, loop.time() + self._deadline)
                 if self._sweeping is not loop:
                     self._sweeping = loop

@@ -54,6 +54,7 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any, NamedTuple
 
+from pkgcat.loops import RunningLoop
 from pkgcat.storage import rows
 from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
@@ -165,6 +166,7 @@ class PostgresCounter:
         self._retracted: dict[tuple[int, str, str], int] = {}
         self._in_flight: asyncio.Task[None] | None = None
         self._flying = 0
+        self._running = RunningLoop()
         self.on_flush: Callable[[float], None] | None = None
         """Called with the seconds each batch's commit took, failed ones included."""
 
@@ -207,7 +209,7 @@ class PostgresCounter:
         self, key: tuple[int, str] | None, operation: str, cutoff: float
     ) -> asyncio.Future[Counted]:
         """A future resolved by the batch that carries this count (``key`` None: a download)."""
-        loop = asyncio.get_running_loop()
+        loop = self._running()
         waiter: asyncio.Future[Counted] = loop.create_future()
         self._waiters.append((waiter, key, operation, cutoff))
         if len(self._waiters) == 1 and self._in_flight is None:
@@ -242,7 +244,7 @@ class PostgresCounter:
         taken = (application_id, day.isoformat(), operation)
         self._retracted[taken] = self._retracted.get(taken, 0) + 1
         if self._in_flight is None and not self._waiters:
-            asyncio.get_running_loop().call_soon(self._send)
+            self._running().call_soon(self._send)
 
     def _send(self) -> None:
         if self._in_flight is not None or not (self._waiters or self._retracted):
@@ -271,7 +273,7 @@ class PostgresCounter:
             counts[a, d] = counts.get((a, d), 0) - n
             operations[a, d, operation] = operations.get((a, d, operation), 0) - n
         self._flying = len(carried)
-        self._in_flight = asyncio.get_running_loop().create_task(
+        self._in_flight = self._running().create_task(
             self._commit(carried, Batch(counts, operations, touches, retracted, cutoff, downloads))
         )
 

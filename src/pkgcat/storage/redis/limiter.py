@@ -73,6 +73,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, ResponseError
 
 from pkgcat.domain import RateDecision
+from pkgcat.loops import RunningLoop
 
 log = logging.getLogger("pkgcat.storage.redis")
 
@@ -139,6 +140,7 @@ class RedisLimiter:
         password = client.connection_pool.connection_kwargs.get("password")
         self._password = password if isinstance(password, str) and password else None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._running = RunningLoop()
         # The batch of the current turn: each hit's application and the future of its decision.
         self._batch: list[tuple[int | str, asyncio.Future[RateDecision]]] = []
         self._in_flight: asyncio.Task[None] | None = None
@@ -155,7 +157,7 @@ class RedisLimiter:
         return self._window
 
     async def hit(self, application_id: int | str) -> RateDecision:
-        loop = asyncio.get_running_loop()
+        loop = self._running()
         if loop.time() < self._resting_until:
             return self._open  # Redis failed moments ago: do not wait on it again yet
         if loop is not self._loop:

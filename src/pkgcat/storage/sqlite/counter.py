@@ -56,6 +56,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
+from pkgcat.loops import RunningLoop
 from pkgcat.storage import rows
 from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
@@ -118,6 +119,7 @@ class SqliteCounter:
         self._totals: dict[str, tuple[int, float]] = {}
         self._busy_since: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._running = RunningLoop()
         self._checkpointer: ThreadPoolExecutor | None = None
         self._checkpoint_db: sqlite3.Connection | None = None
         self._checkpointing = False
@@ -152,7 +154,7 @@ class SqliteCounter:
         await self._enqueue(loop, None, "")
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
+        loop = self._running()
         if loop is not self._loop:
             if self._loop is not None:
                 raise RuntimeError("one SqliteCounter serves one event loop; build one per loop")
