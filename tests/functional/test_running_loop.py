@@ -118,8 +118,8 @@ def test_a_request_does_not_ask_for_the_running_loop(
     settings = Settings(database_url=database_url, rate_limit="1000000/hour")
     statuses, askings = _serve(settings, clock, catalogue["alpha-a"], asked)
     assert statuses.count(200) == REQUESTS + 100
-    # What is left comes a few times a batch (the pool of PostgreSQL's counts, and asyncpg's
-    # own timeouts), never once a request: before, 2 a request on SQLite and on PostgreSQL.
+    # What is left comes a few times a batch of counts (asyncpg's own timeouts), so once a
+    # request only when requests come one at a time: before, 2 a request on both databases.
     assert askings < REQUESTS // 4
 
 

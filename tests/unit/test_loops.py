@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 
 import pytest
@@ -74,3 +75,22 @@ def test_outside_a_loop_it_says_there_is_none() -> None:
     asyncio.run(main())
     with pytest.raises(RuntimeError, match="no running event loop"):
         running()
+
+
+def test_a_child_forked_while_the_loop_runs_is_told_none_runs_there() -> None:
+    """As asyncio tells it: the parent's loop does not run in the child."""
+    running = RunningLoop()
+
+    async def main() -> int:
+        running()
+        child = os.fork()
+        if child == 0:  # the child: no loop runs here
+            try:
+                running()
+            except RuntimeError:
+                os._exit(0)
+            os._exit(1)
+        _, status = os.waitpid(child, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    assert asyncio.run(main()) == 0

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import URL, make_url
 
+from pkgcat.loops import RunningLoop
 from pkgcat.storage.interfaces import PoolUse
 
 COMMAND_TIMEOUT = 10.0
@@ -64,9 +65,10 @@ class PostgresDatabase:
         self.shown = _url(database_url).render_as_string(hide_password=True)
         self._pool_size = pool_size
         self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
+        self._running = RunningLoop()  # asked once a batch of counts
 
     async def pool(self) -> asyncpg.Pool:
-        loop = asyncio.get_running_loop()
+        loop = self._running()
         opening = self._pools.get(loop)
         if opening is None:
             # Requests that arrive while the pool opens wait for the same one.
