@@ -1,0 +1,132 @@
+"""PostgreSQL's group commit and its pool: batches that follow one another keep one
+connection, a quiet worker holds none, and a pool of one connection is never kept from the
+reads (pkgcat.storage.postgres.counter)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+import asyncpg
+import pytest
+
+from pkgcat.config import Settings
+from pkgcat.storage.backends import Storage, open_storage
+from tests.conftest import stored_count
+
+DAY = date(2024, 3, 31)
+WHEN = 1_711_886_400
+OPERATION = "package/details"
+WAVES = 6
+PER_WAVE = 10
+
+
+def _acquisitions(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """A list that grows by one each time any asyncpg pool lends a connection."""
+    lent: list[None] = []
+    real: Callable[..., Any] = asyncpg.Pool.acquire
+
+    def acquire(pool: asyncpg.Pool, *args: Any, **kwargs: Any) -> Any:
+        lent.append(None)
+        return real(pool, *args, **kwargs)
+
+    monkeypatch.setattr(asyncpg.Pool, "acquire", acquire)
+    return lent
+
+
+async def _waves(storage: Storage) -> None:
+    """WAVES waves of counts, each sent while the batch before it is in flight: back to back."""
+    waiting = [
+        asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+        for _ in range(PER_WAVE)
+    ]
+    await asyncio.sleep(0)  # the first batch leaves
+    for _ in range(WAVES - 1):
+        following = [
+            asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+            for _ in range(PER_WAVE)
+        ]
+        await asyncio.gather(*waiting)  # its batch lands while the next one waits
+        waiting = following
+    await asyncio.gather(*waiting)
+
+
+def _counted_in_waves(database_url: str, pool_size: int) -> tuple[int, int | None]:
+    """Count the waves on a new worker's storage; the connections in use once they landed."""
+
+    async def main() -> tuple[int, int | None]:
+        storage = open_storage(Settings(database_url=database_url, database_pool_size=pool_size))
+        try:
+            await _waves(storage)
+            use = storage.pool_use()
+            return stored_count(database_url, 1), None if use is None else use.in_use
+        finally:
+            await storage.close()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize(("pool_size", "kept"), [(4, True), (1, False)])
+def test_batches_in_a_row_keep_one_connection_but_a_pool_of_one_gets_it_back(
+    database_url: str,
+    catalogue: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    pool_size: int,
+    kept: bool,
+) -> None:
+    """A quiet worker holds none either way; a pool of one connection has it back after each
+    batch, since the reads of the request path need it too."""
+    lent = _acquisitions(monkeypatch)
+    counted, in_use = _counted_in_waves(database_url, pool_size)
+    assert counted == WAVES * PER_WAVE
+    if kept:
+        # The first batch, and at most one more whose predecessor found nobody waiting yet:
+        # before, one a batch (WAVES or more).
+        assert len(lent) <= 2
+    else:
+        assert len(lent) >= WAVES
+    assert in_use == 0  # given back once no batch followed
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_connection_kept_for_a_batch_that_never_comes_goes_back(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """The requests waiting behind a batch in flight are all cancelled (answered 503 at their
+    deadline): the connection kept for them goes back to the pool all the same."""
+
+    async def main() -> tuple[int, list[int]]:
+        storage = open_storage(Settings(database_url=database_url))
+        try:
+            first = [
+                asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+                for _ in range(PER_WAVE)
+            ]
+            await asyncio.sleep(0)  # the first batch leaves
+            behind = [
+                asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
+                for _ in range(PER_WAVE)
+            ]
+            await asyncio.sleep(0)  # they wait behind it
+            for task in behind:
+                task.cancel()
+            await asyncio.gather(*first)
+            await asyncio.gather(*behind, return_exceptions=True)
+            in_use = []
+            for _ in range(1000):  # until the pool has it back; 5 s at most
+                use = storage.pool_use()
+                assert use is not None
+                in_use.append(use.in_use)
+                if use.in_use == 0:
+                    break
+                await asyncio.sleep(0.005)  # waiting for the release, not timing anything
+            return stored_count(database_url, 1), in_use
+        finally:
+            await storage.close()
+
+    counted, in_use = asyncio.run(main())
+    assert counted == PER_WAVE
+    assert in_use[-1] == 0
