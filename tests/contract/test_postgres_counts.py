@@ -36,30 +36,52 @@ def _acquisitions(monkeypatch: pytest.MonkeyPatch) -> list[None]:
     return lent
 
 
-async def _waves(storage: Storage) -> None:
-    """WAVES waves of counts, each sent while the batch before it is in flight: back to back."""
-    waiting = [
-        asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
-        for _ in range(PER_WAVE)
-    ]
-    await asyncio.sleep(0)  # the first batch leaves
-    for _ in range(WAVES - 1):
-        following = [
+def _gated(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event each statement fetched from PostgreSQL waits for, and clears as it goes: the
+    test says when each batch may reach the database."""
+    gate = asyncio.Event()
+    real: Callable[..., Any] = asyncpg.connection.Connection.fetch
+
+    async def fetch(connection: asyncpg.Connection, *args: Any, **kwargs: Any) -> Any:
+        await gate.wait()
+        gate.clear()
+        return await real(connection, *args, **kwargs)
+
+    monkeypatch.setattr(asyncpg.connection.Connection, "fetch", fetch)
+    return gate
+
+
+async def _waves(storage: Storage, gate: asyncio.Event) -> None:
+    """WAVES waves of counts, each one waiting before the batch ahead of it may land: every
+    batch but the last finds the next one's requests waiting when it lands."""
+
+    def wave() -> list[asyncio.Task[object]]:
+        return [
             asyncio.create_task(storage.usage.record(1, DAY, 1, WHEN, OPERATION))
             for _ in range(PER_WAVE)
         ]
-        await asyncio.gather(*waiting)  # its batch lands while the next one waits
+
+    waiting = wave()
+    await asyncio.sleep(0)  # they have joined a batch, held at the gate
+    for _ in range(WAVES - 1):
+        following = wave()
+        await asyncio.sleep(0)  # they wait behind it
+        gate.set()  # the batch ahead lands
+        await asyncio.gather(*waiting)
         waiting = following
+    gate.set()
     await asyncio.gather(*waiting)
 
 
-def _counted_in_waves(database_url: str, pool_size: int) -> tuple[int, int | None]:
+def _counted_in_waves(
+    database_url: str, pool_size: int, gate: asyncio.Event
+) -> tuple[int, int | None]:
     """Count the waves on a new worker's storage; the connections in use once they landed."""
 
     async def main() -> tuple[int, int | None]:
         storage = open_storage(Settings(database_url=database_url, database_pool_size=pool_size))
         try:
-            await _waves(storage)
+            await _waves(storage, gate)
             use = storage.pool_use()
             return stored_count(database_url, 1), None if use is None else use.in_use
         finally:
@@ -69,25 +91,22 @@ def _counted_in_waves(database_url: str, pool_size: int) -> tuple[int, int | Non
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
-@pytest.mark.parametrize(("pool_size", "kept"), [(4, True), (1, False)])
+@pytest.mark.parametrize(("pool_size", "loans"), [(4, 1), (1, WAVES)])
 def test_batches_in_a_row_keep_one_connection_but_a_pool_of_one_gets_it_back(
     database_url: str,
     catalogue: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     pool_size: int,
-    kept: bool,
+    loans: int,
 ) -> None:
-    """A quiet worker holds none either way; a pool of one connection has it back after each
-    batch, since the reads of the request path need it too."""
+    """One loan for all the batches (before: one a batch); a pool of one connection has it
+    back after each batch, since the reads of the request path need it too. A quiet worker
+    holds none either way."""
     lent = _acquisitions(monkeypatch)
-    counted, in_use = _counted_in_waves(database_url, pool_size)
+    gate = _gated(monkeypatch)
+    counted, in_use = _counted_in_waves(database_url, pool_size, gate)
     assert counted == WAVES * PER_WAVE
-    if kept:
-        # The first batch, and at most one more whose predecessor found nobody waiting yet:
-        # before, one a batch (WAVES or more).
-        assert len(lent) <= 2
-    else:
-        assert len(lent) >= WAVES
+    assert len(lent) == loans
     assert in_use == 0  # given back once no batch followed
 
 

@@ -49,8 +49,9 @@ Batches that follow one another (the next one's requests arrived while the last 
 flight: the server is busy) keep the pool's connection from one to the next, up to
 :data:`HOLD_FOR` of them: acquiring and releasing it cost about 40 us of the worker's CPU
 each time, close to what the round trip itself costs it (docs/benchmarks.md). A batch that
-finds no other waiting gives it back, so a quiet worker holds none; so does a batch that
-failed, and a pool of one connection, which the reads need too, is never held.
+finds no other waiting gives it back, so a quiet worker holds none; so does a batch whose
+statement failed, and a pool of one connection, which the reads need too, is never held.
+The connection always goes back to the pool it came from.
 """
 
 from __future__ import annotations
@@ -134,8 +135,8 @@ operation and cutoff."""
 
 
 HOLD_FOR = 1_000
-"""Batches in a row one connection carries before it goes back to the pool (which closes a
-connection after enough queries, and may have a newer one to hand out)."""
+"""Batches in a row one connection carries before it goes back to the pool, whose own limits
+apply then: asyncpg replaces a connection after 50,000 queries, counted when it comes back."""
 
 
 class Batch(NamedTuple):
@@ -179,9 +180,9 @@ class PostgresCounter:
         self._in_flight: asyncio.Task[None] | None = None
         self._flying = 0
         self._running = RunningLoop()
-        # The pool's connection the last batch kept for the next (see the module docstring),
-        # and how many batches in a row it has carried.
-        self._held: Any = None
+        # The pool and its connection the last batch kept for the next (see the module
+        # docstring), and how many batches in a row that connection has carried.
+        self._held: tuple[Any, Any] | None = None
         self._carried = 0
         self.on_flush: Callable[[float], None] | None = None
         """Called with the seconds each batch's commit took, failed ones included."""
@@ -334,19 +335,20 @@ class PostgresCounter:
     async def _count(self, batch: Batch) -> list[Any]:
         """The batch's statements, on the connection the last batch kept or one of the pool."""
         pool = await self._database.pool()
-        connection, self._held = self._held, None
-        if connection is None:
-            connection = await pool.acquire()
+        if self._held is not None and self._held[0] is not pool:  # that pool was closed since
+            await self._give_back()
+        held, self._held = self._held, None
+        connection = await pool.acquire() if held is None else held[1]
         kept = False
         try:
             found = await self._statements(connection, batch)
             # Kept for the next batch only if one waits already, and the pool has another
             # connection for the reads.
-            kept = bool(self._waiters) and self._carried < HOLD_FOR and pool.get_max_size() > 1
+            kept = bool(self._waiters) and self._carried + 1 < HOLD_FOR and pool.get_max_size() > 1
             return found
         finally:
             if kept:
-                self._held, self._carried = connection, self._carried + 1
+                self._held, self._carried = (pool, connection), self._carried + 1
             else:
                 self._carried = 0
                 await pool.release(connection)
@@ -393,7 +395,8 @@ class PostgresCounter:
             await self._database.close()
 
     async def _give_back(self) -> None:
-        """Release the connection kept for a next batch, if one is."""
+        """Release the connection kept for a next batch, if one is, to the pool it came from."""
         held, self._held, self._carried = self._held, None, 0
         if held is not None:
-            await (await self._database.pool()).release(held)
+            pool, connection = held
+            await pool.release(connection)
