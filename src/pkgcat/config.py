@@ -59,6 +59,16 @@ class Settings(BaseSettings):
         le=100,
         description="PostgreSQL connections each server worker keeps open (SQLite uses one).",
     )
+    database_synchronous_counts: bool = Field(
+        default=False,
+        description=(
+            "PostgreSQL: commit each batch of usage and download counts with the database's "
+            "own synchronous_commit (a disk flush per batch), so that it also survives a crash "
+            "of PostgreSQL or of its machine. Off: committed with synchronous_commit=off, as "
+            "SQLite's WAL mode does, a count survives any server worker being killed, and such "
+            "a crash can lose the last fraction of a second of counts."
+        ),
+    )
     request_deadline: float = Field(
         default=5.0,
         ge=0.1,

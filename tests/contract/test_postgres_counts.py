@@ -11,9 +11,11 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy import text
 
 from pkgcat.config import Settings
 from pkgcat.storage.backends import Storage, open_storage
+from pkgcat.storage.engine import engine_for
 from tests.conftest import stored_count
 
 DAY = date(2024, 3, 31)
@@ -149,3 +151,72 @@ def test_a_connection_kept_for_a_batch_that_never_comes_goes_back(
     counted, in_use = asyncio.run(main())
     assert counted == PER_WAVE
     assert in_use[-1] == 0
+
+
+_PROBE = """
+CREATE TABLE commit_probe (tablename text, synchronous_commit text);
+CREATE FUNCTION commit_probe() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO commit_probe VALUES (TG_TABLE_NAME, current_setting('synchronous_commit'));
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER usage_probe AFTER INSERT OR UPDATE ON usage_days
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION commit_probe();
+CREATE CONSTRAINT TRIGGER downloads_probe AFTER INSERT OR UPDATE ON download_days
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION commit_probe();
+"""
+"""Deferred triggers run as their transaction commits: each records the ``synchronous_commit``
+the commit itself runs with, which decides whether it waits for the disk."""
+_UNPROBE = """
+DROP TRIGGER usage_probe ON usage_days;
+DROP TRIGGER downloads_probe ON download_days;
+DROP FUNCTION commit_probe();
+DROP TABLE commit_probe;
+"""
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+@pytest.mark.parametrize(
+    ("synchronous", "committed_with"), [(False, "off"), (True, "local")], ids=["default", "set"]
+)
+def test_counts_commit_without_waiting_for_the_disk_unless_asked(
+    database_url: str, catalogue: dict[str, str], synchronous: bool, committed_with: str
+) -> None:
+    """By default a batch of counts (usage and downloads alike) commits with
+    ``synchronous_commit=off``; with ``PKGCAT_DATABASE_SYNCHRONOUS_COUNTS`` it keeps the
+    database's own setting, here ``local`` from the connection's options."""
+    engine = engine_for(database_url)
+    with engine.begin() as db:
+        db.execute(text(_PROBE))
+    try:
+
+        async def main() -> None:
+            storage = open_storage(
+                Settings(
+                    database_url=f"{database_url}?options=-c%20synchronous_commit%3Dlocal",
+                    database_synchronous_counts=synchronous,
+                )
+            )
+            try:
+                await asyncio.gather(
+                    *(storage.usage.record(1, DAY, 1, WHEN, OPERATION) for _ in range(PER_WAVE))
+                )
+                await storage.usage.record_download("com.alpha.paid", DAY)
+                await storage.usage.record(1, DAY, 1, WHEN + 60, OPERATION)
+            finally:
+                await storage.close()
+
+        asyncio.run(main())
+        with engine.connect() as db:
+            probed = db.execute(
+                text("SELECT tablename, synchronous_commit FROM commit_probe")
+            ).all()
+    finally:
+        with engine.begin() as db:
+            db.execute(text(_UNPROBE))
+        engine.dispose()
+    assert stored_count(database_url, 1) == PER_WAVE + 1
+    assert sorted(set(probed)) == [
+        ("download_days", committed_with),
+        ("usage_days", committed_with),
+    ]

@@ -128,7 +128,9 @@ def _database(
 
         pg = PostgresDatabase(settings.database_url, pool_size=settings.database_pool_size)
         feed = PostgresChanges(pg)
-        pg_counter = PostgresCounter(pg, told=feed.listening)
+        pg_counter = PostgresCounter(
+            pg, told=feed.listening, synchronous=settings.database_synchronous_counts
+        )
         feed.on_downloads = pg_counter.forget_downloads
         return PostgresExecutor(pg), feed, pg_counter, pg.pool_use
     raise ValueError(

@@ -112,6 +112,11 @@ SELECT application_id, day, count FROM counted
 UNION ALL  -- a row of nulls: too late, nothing counted
 SELECT NULL::integer, NULL::text, NULL::bigint
 WHERE statement_timestamp() >= to_timestamp($8::float8)
+UNION ALL  -- never a row: sets how this transaction's commit waits for the disk (None: as set)
+SELECT NULL::integer, NULL::text, NULL::bigint
+WHERE set_config(
+    'synchronous_commit', coalesce($14::text, current_setting('synchronous_commit')), true
+) IS NULL
 """
 _TOUCH = """
 WITH locked AS (
@@ -158,11 +163,18 @@ class PostgresCounter:
     """:class:`~pkgcat.storage.interfaces.UsageCounter` on PostgreSQL; one per event loop."""
 
     def __init__(
-        self, database: PostgresDatabase, *, told: Callable[[], bool] | None = None
+        self,
+        database: PostgresDatabase,
+        *,
+        told: Callable[[], bool] | None = None,
+        synchronous: bool = False,
     ) -> None:
         """``told``: whether this worker is listening for ``pkgcat_downloads`` now (then
-        :meth:`forget_downloads` is called on each notification); without it no total is kept."""
+        :meth:`forget_downloads` is called on each notification); without it no total is kept.
+        ``synchronous``: commit the counts with the database's own ``synchronous_commit``
+        (``PKGCAT_DATABASE_SYNCHRONOUS_COUNTS``) instead of ``off``."""
         self._database = database
+        self._synchronous_commit = None if synchronous else "off"
         self._told = told
         self._last_used = LastUsed()
         self._touches: dict[int, int] = {}
@@ -341,7 +353,7 @@ class PostgresCounter:
         connection = await pool.acquire() if held is None else held[1]
         kept = False
         try:
-            found = await self._statements(connection, batch)
+            found = await self._statements(connection, batch, self._synchronous_commit)
             # Kept for the next batch only if one waits already, and the pool has another
             # connection for the reads.
             kept = bool(self._waiters) and self._carried + 1 < HOLD_FOR and pool.get_max_size() > 1
@@ -354,8 +366,9 @@ class PostgresCounter:
                 await pool.release(connection)
 
     @staticmethod
-    async def _statements(connection: Any, batch: Batch) -> list[Any]:
-        """The batch's counts, in one statement; its last-used times, in a second."""
+    async def _statements(connection: Any, batch: Batch, commit: str | None) -> list[Any]:
+        """The batch's counts, in one statement committed with ``synchronous_commit`` set to
+        ``commit`` (None: as the database sets it); its last-used times, in a second."""
         ordered = sorted(batch.counts.items())
         split = sorted(batch.operations.items())
         fetched = sorted(batch.downloads.items())
@@ -376,6 +389,7 @@ class PostgresCounter:
             [n for _, n in fetched],
             [p for p, _ in per_package],
             [n for _, n in per_package],
+            commit,
         )
         if key_ids and not (found and found[-1]["application_id"] is None):
             await connection.execute(_TOUCH, key_ids, [batch.touches[k] for k in key_ids])
