@@ -64,9 +64,9 @@ class Settings(BaseSettings):
         description=(
             "PostgreSQL: commit each batch of usage and download counts with the database's "
             "own synchronous_commit (a disk flush per batch), so that it also survives a crash "
-            "of PostgreSQL or of its machine. Off: committed with synchronous_commit=off, as "
-            "SQLite's WAL mode does, a count survives any server worker being killed, and such "
-            "a crash can lose the last fraction of a second of counts."
+            "of PostgreSQL or of its machine. Off: committed with synchronous_commit=off, like "
+            "SQLite's synchronous=NORMAL, a count survives any server worker being killed, and "
+            "such a crash can lose the last fraction of a second of counts."
         ),
     )
     request_deadline: float = Field(

@@ -9,6 +9,15 @@ under load a round trip carries as many counts as arrived during the last.
 Rows are written in (application, day) order, so two workers' batches
 touching the same rows wait for each other instead of deadlocking.
 
+The statement commits with ``synchronous_commit=off``, which it sets for its own
+transaction (``set_config``): the commit is in PostgreSQL before a caller resumes,
+so a killed worker loses no count, but it does not wait for the WAL's flush to
+disk, which had held every request of a batch for as long as the disk took. A
+crash of PostgreSQL or of its machine can lose the last fraction of a second of
+counts, as a power loss can on SQLite's ``synchronous=NORMAL``. With
+``synchronous`` (``PKGCAT_DATABASE_SYNCHRONOUS_COUNTS``) the database's own
+setting applies.
+
 A count of an application deleted while its request was under way (``pkgcat
 app delete`` or ``source delete --cascade`` on a serving database) is dropped
 with the application; the batch's other counts land.
