@@ -163,7 +163,10 @@ class UsageCounter(Protocol):
         day's counts by operation always sum to its count (save days whose
         counts the operator loaded, which have none by operation).
 
-        The count is durable when the call returns. Returns the application's
+        The count is committed when the call returns: it survives the worker that
+        made it being killed. A power loss may lose the last commits on SQLite, and
+        by default a crash of PostgreSQL or of its machine the last fraction of a
+        second of them (docs/architecture.md, Durability). Returns the application's
         count on ``day`` as the commit that carried this one left it (this
         request and every count committed before it included), so that a usage
         report needs no read of its own for today, or 0 when the count was
@@ -187,7 +190,8 @@ class UsageCounter(Protocol):
         back one counted before its file went out, when the file could not be sent.
 
         Committed with the requests' counts of the same batch (the same group
-        commit); durable when the call returns, and raises when the commit failed.
+        commit); committed when the call returns, as :meth:`record`'s count is, and raises
+        when the commit failed.
         """
         ...
 

@@ -10,7 +10,8 @@ Rows are written in (application, day) order, so two workers' batches
 touching the same rows wait for each other instead of deadlocking.
 
 The statement commits with ``synchronous_commit=off``, which it sets for its own
-transaction (``set_config``): the commit is in PostgreSQL before a caller resumes,
+transaction (``set_config``), and so does the last-used times' (below): the commit is in
+PostgreSQL before a caller resumes,
 so a killed worker loses no count, but it does not wait for the WAL's flush to
 disk, which had held every request of a batch for as long as the disk took. A
 crash of PostgreSQL or of its machine can lose the last fraction of a second of
@@ -121,7 +122,7 @@ SELECT application_id, day, count FROM counted
 UNION ALL  -- a row of nulls: too late, nothing counted
 SELECT NULL::integer, NULL::text, NULL::bigint
 WHERE statement_timestamp() >= to_timestamp($8::float8)
-UNION ALL  -- never a row: sets how this transaction's commit waits for the disk (None: as set)
+UNION ALL  -- never a row: sets how this transaction's commit waits for the disk (NULL: as set)
 SELECT NULL::integer, NULL::text, NULL::bigint
 WHERE set_config(
     'synchronous_commit', coalesce($14::text, current_setting('synchronous_commit')), true
@@ -134,6 +135,10 @@ WITH locked AS (
 UPDATE secret_keys SET last_used_at = used.at
 FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
 WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
+    -- checked for each row it updates: its commit waits for the disk as the counts' did
+    AND set_config(
+        'synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true
+    ) IS NOT NULL
 """
 _DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
 _LANDED = Counted(1, -1)
@@ -375,9 +380,11 @@ class PostgresCounter:
                 await pool.release(connection)
 
     @staticmethod
-    async def _statements(connection: Any, batch: Batch, commit: str | None) -> list[Any]:
-        """The batch's counts, in one statement committed with ``synchronous_commit`` set to
-        ``commit`` (None: as the database sets it); its last-used times, in a second."""
+    async def _statements(
+        connection: Any, batch: Batch, synchronous_commit: str | None
+    ) -> list[Any]:
+        """The batch's counts, in one statement; its last-used times, in a second. Each
+        commits with ``synchronous_commit`` (None: as the database sets it)."""
         ordered = sorted(batch.counts.items())
         split = sorted(batch.operations.items())
         fetched = sorted(batch.downloads.items())
@@ -398,10 +405,11 @@ class PostgresCounter:
             [n for _, n in fetched],
             [p for p, _ in per_package],
             [n for _, n in per_package],
-            commit,
+            synchronous_commit,
         )
         if key_ids and not (found and found[-1]["application_id"] is None):
-            await connection.execute(_TOUCH, key_ids, [batch.touches[k] for k in key_ids])
+            touched = [batch.touches[k] for k in key_ids]
+            await connection.execute(_TOUCH, key_ids, touched, synchronous_commit)
         return found
 
     def _keep(self, retracted: dict[tuple[int, str, str], int]) -> None:
