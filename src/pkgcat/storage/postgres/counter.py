@@ -10,13 +10,12 @@ Rows are written in (application, day) order, so two workers' batches
 touching the same rows wait for each other instead of deadlocking.
 
 The statement commits with ``synchronous_commit=off``, which it sets for its own
-transaction (``set_config``), and so does the last-used times' (below): the commit is in
-PostgreSQL before a caller resumes,
-so a killed worker loses no count, but it does not wait for the WAL's flush to
-disk, which had held every request of a batch for as long as the disk took. A
-crash of PostgreSQL or of its machine can lose the last fraction of a second of
-counts, as a power loss can on SQLite's ``synchronous=NORMAL``. With
-``synchronous`` (``PKGCAT_DATABASE_SYNCHRONOUS_COUNTS``) the database's own
+transaction (``set_config``), and so does the last-used times' (below): the commit is
+in PostgreSQL before a caller resumes, so a killed worker loses no count, but it does
+not wait for the WAL's flush to disk, which had held every request of a batch for as
+long as the disk took. A crash of PostgreSQL or of its machine can lose the last
+fraction of a second of counts, as a power loss can on SQLite's ``synchronous=NORMAL``.
+With ``synchronous`` (``PKGCAT_DATABASE_SYNCHRONOUS_COUNTS``) the database's own
 setting applies.
 
 A count of an application deleted while its request was under way (``pkgcat
@@ -78,11 +77,21 @@ from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
+
+def _commit_setting(parameter: int) -> str:
+    """SQL that sets this transaction's ``synchronous_commit`` to the text parameter
+    ``$parameter`` (NULL: as the database sets it), and is never NULL itself."""
+    return (
+        f"set_config('synchronous_commit', "
+        f"coalesce(${parameter}::text, current_setting('synchronous_commit')), true)"
+    )
+
+
 # Only the applications that exist are counted, their rows locked FOR KEY SHARE
 # (what the foreign key check takes anyway): a delete in progress is waited
 # for, and then its application drops out of the join instead of failing the
 # foreign key, and with it every other count of the batch.
-_COUNT = """
+_COUNT = f"""
 WITH counted AS (
     INSERT INTO usage_days (application_id, day, count)
     SELECT c.application_id, c.day, c.count
@@ -122,13 +131,10 @@ SELECT application_id, day, count FROM counted
 UNION ALL  -- a row of nulls: too late, nothing counted
 SELECT NULL::integer, NULL::text, NULL::bigint
 WHERE statement_timestamp() >= to_timestamp($8::float8)
-UNION ALL  -- never a row: sets how this transaction's commit waits for the disk (NULL: as set)
-SELECT NULL::integer, NULL::text, NULL::bigint
-WHERE set_config(
-    'synchronous_commit', coalesce($14::text, current_setting('synchronous_commit')), true
-) IS NULL
-"""
-_TOUCH = """
+UNION ALL  -- never a row: sets how this transaction's commit waits for the disk
+SELECT NULL::integer, NULL::text, NULL::bigint WHERE {_commit_setting(14)} IS NULL
+"""  # noqa: S608 - constants only
+_TOUCH = f"""
 WITH locked AS (
     SELECT id FROM secret_keys WHERE id = ANY($1::integer[]) ORDER BY id FOR UPDATE
 )
@@ -136,10 +142,8 @@ UPDATE secret_keys SET last_used_at = used.at
 FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
 WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
     -- checked for each row it updates: its commit waits for the disk as the counts' did
-    AND set_config(
-        'synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true
-    ) IS NOT NULL
-"""
+    AND {_commit_setting(3)} IS NOT NULL
+"""  # noqa: S608 - constants only
 _DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
 _LANDED = Counted(1, -1)
 """What a download's waiter gets once its batch has landed."""
