@@ -10,6 +10,7 @@ import importlib.util
 import ipaddress
 import re
 from typing import Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse
@@ -375,6 +376,10 @@ class Settings(BaseSettings):
         default=False,
         description="Also serve a paid .deb to a request whose X-Unique-ID names a device that bought it (Cydia's gate; forgeable).",
     )
+    mail_backend: Literal["smtp", "console"] = Field(
+        default="smtp",
+        description="How the store sends sign-in codes: `smtp` through PKGCAT_SMTP_HOST, `console` writes each mail to the server's output and log (development only: a store on loopback or in test mode).",
+    )
     smtp_host: str | None = Field(
         default=None, description="SMTP server the store's sign-in codes are sent through."
     )
@@ -407,9 +412,18 @@ class Settings(BaseSettings):
                 f"PKGCAT_STORE_URL {url!r} is not an https address "
                 "(http only with PKGCAT_STORE_ALLOW_HTTP, for development)"
             )
-        if self.smtp_host is None or self.smtp_from is None:
+        if self.mail_backend == "console":
+            # The code lands in the output and the log: only where nobody else signs in.
+            if self.store_platform != "test" and not _on_loopback(url):
+                raise ValueError(
+                    "PKGCAT_MAIL_BACKEND=console writes sign-in codes to the log: it is for "
+                    "development only, with PKGCAT_STORE_PLATFORM=test or a store address "
+                    f"on loopback, not {url!r}"
+                )
+        elif self.smtp_host is None or self.smtp_from is None:
             raise ValueError(
-                "the store mails sign-in codes: set PKGCAT_SMTP_HOST and PKGCAT_SMTP_FROM"
+                "the store mails sign-in codes: set PKGCAT_SMTP_HOST and PKGCAT_SMTP_FROM "
+                "(or PKGCAT_MAIL_BACKEND=console, for development)"
             )
         live = self.stripe_secret_key is not None or self.stripe_webhook_secret is not None
         if self.store_platform == "test" and live:
@@ -581,6 +595,17 @@ class Settings(BaseSettings):
                 f"{value!r} is not a rate limit; write it like '3600/hour' or '5/minute'"
             ) from None
         return value
+
+
+def _on_loopback(url: str) -> bool:
+    """Whether the address's host is a loopback name or address (127.0.0.0/8, ::1, localhost)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761, section 6.3
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _require(modules: tuple[str, ...], extra: str) -> None:

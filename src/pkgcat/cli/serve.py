@@ -238,10 +238,20 @@ def _print_banner(settings: Settings, connections: int, loop: Loops) -> None:
         f"  API       {base}/1.0/",
         f"  docs      {base}/docs",
     ]
+    if settings.store_url is not None:
+        lines.append(f"  store     {settings.store_url} (payments: {settings.store_platform})")
+        lines.append(f"  mail      {_mail_line(settings)}")
     if settings.metrics:
         guard = "Bearer PKGCAT_METRICS_TOKEN" if settings.metrics_token else "no token"
         lines.append(f"  metrics   {base}/metrics ({guard})")
     stderr.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def _mail_line(settings: Settings) -> str:
+    """Where the store's sign-in codes go, for the banner."""
+    if settings.mail_backend == "console":
+        return "console: sign-in codes are written to this output and log (development only)"
+    return f"SMTP {settings.smtp_host}:{settings.smtp_port}"
 
 
 def worker_app() -> ApiApp:

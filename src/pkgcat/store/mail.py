@@ -1,15 +1,25 @@
-"""The sign-in mail: one one-time code, sent through the SMTP server the settings name.
+"""The sign-in mail: one one-time code, sent the way ``PKGCAT_MAIL_BACKEND`` says.
 
-The standard library's ``smtplib`` in a thread: STARTTLS when the settings ask for
-it (with the system's certificate authorities), a login when they give a user.
-The code is in the message only: never logged.
+- ``smtp`` (:class:`Mailer`): the standard library's ``smtplib`` in a thread: STARTTLS when
+  the settings ask for it (with the system's certificate authorities), a login when they give
+  a user. The code is in the message only: never logged.
+- ``console`` (:class:`ConsoleMailer`), for development: the whole message is written to the
+  server's standard output and the code to its log, as Django's console e-mail backend does,
+  so that a store can be tried with no mail server. Settings allow it only for a store in
+  test mode or on a loopback address (:class:`pkgcat.config.Settings`), where the only
+  person who can read the log is the one signing in.
+
+:func:`mailer_for` picks one from the settings.
 """
 
 from __future__ import annotations
 
+import logging
 import smtplib
 import ssl
+import sys
 from email.message import EmailMessage
+from typing import Protocol, TextIO
 
 import anyio
 
@@ -17,38 +27,70 @@ from pkgcat.config import Settings
 
 TIMEOUT = 30
 """Seconds any one exchange with the SMTP server may take."""
+log = logging.getLogger(__name__)
+
+
+class SendsCodes(Protocol):
+    async def send_code(self, to: str, code: str, minutes: int) -> None: ...
+
+
+def message(settings: Settings, sender: str, to: str, code: str, minutes: int) -> EmailMessage:
+    """The sign-in mail, whichever way it goes."""
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = to
+    mail["Subject"] = f"{settings.store_name} sign-in code: {code}"
+    mail.set_content(
+        f"Your code to sign in to {settings.store_name} is {code}.\n\n"
+        f"It works once, for {minutes} minutes. If you did not ask for it, ignore this mail.\n"
+    )
+    return mail
 
 
 class Mailer:
     def __init__(self, settings: Settings) -> None:
         assert settings.smtp_host is not None
         assert settings.smtp_from is not None
+        self._settings = settings
         self._host = settings.smtp_host
         self._port = settings.smtp_port
         self._sender = settings.smtp_from
         self._starttls = settings.smtp_starttls
         self._user = settings.smtp_username
         self._password = settings.smtp_password
-        self._store = settings.store_name
 
-    def _message(self, to: str, code: str, minutes: int) -> EmailMessage:
-        message = EmailMessage()
-        message["From"] = self._sender
-        message["To"] = to
-        message["Subject"] = f"{self._store} sign-in code: {code}"
-        message.set_content(
-            f"Your code to sign in to {self._store} is {code}.\n\n"
-            f"It works once, for {minutes} minutes. If you did not ask for it, ignore this mail.\n"
-        )
-        return message
-
-    def _send(self, message: EmailMessage) -> None:
+    def _send(self, mail: EmailMessage) -> None:
         with smtplib.SMTP(self._host, self._port, timeout=TIMEOUT) as smtp:
             if self._starttls:
                 smtp.starttls(context=ssl.create_default_context())
             if self._user is not None and self._password is not None:
                 smtp.login(self._user, self._password.get_secret_value())
-            smtp.send_message(message)
+            smtp.send_message(mail)
 
     async def send_code(self, to: str, code: str, minutes: int) -> None:
-        await anyio.to_thread.run_sync(self._send, self._message(to, code, minutes))
+        mail = message(self._settings, self._sender, to, code, minutes)
+        await anyio.to_thread.run_sync(self._send, mail)
+
+
+class ConsoleMailer:
+    """Development only: the mail to standard output, the code to the log (one line)."""
+
+    def __init__(self, settings: Settings, out: TextIO | None = None) -> None:
+        self._settings = settings
+        self._sender = settings.smtp_from or "store@localhost"
+        self._out = out
+
+    async def send_code(self, to: str, code: str, minutes: int) -> None:
+        mail = message(self._settings, self._sender, to, code, minutes)
+        out = self._out or sys.stdout
+        rule = "-" * 72
+        out.write(f"{rule}\n{mail.as_string()}{rule}\n")
+        out.flush()
+        log.warning("console mail (development only): sign-in code %s for %s", code, to)
+
+
+def mailer_for(settings: Settings) -> SendsCodes:
+    """The mail backend the settings name."""
+    if settings.mail_backend == "console":
+        return ConsoleMailer(settings)
+    return Mailer(settings)

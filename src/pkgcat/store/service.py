@@ -34,7 +34,7 @@ from pkgcat.repository.keys import NoPassphrase
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
-from pkgcat.store.mail import Mailer
+from pkgcat.store.mail import mailer_for
 from pkgcat.store.payments import Payment, platform_for
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
@@ -97,7 +97,7 @@ class Store:
         self.name = settings.store_name
         self._engine = engine
         self._served = served
-        self._mailer = Mailer(settings)
+        self._mailer = mailer_for(settings)
         self._platform = platform_for(settings)
         webhook = settings.stripe_webhook_secret
         self._webhook_secret = None if webhook is None else webhook.get_secret_value()
