@@ -25,13 +25,14 @@ import zstandard
 from debian.deb822 import Deb822, Release
 
 from pkgcat.repository.grants import Grants
-from pkgcat.repository.indexes import PoolEntry
+from pkgcat.repository.indexes import Identity, PoolEntry, build
 from pkgcat.repository.keys import download_key
 from pkgcat.storage.engine import engine_for
+from pkgcat.storage.served import Snapshot
 from tests.backends import unavailable
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
-from tests.repository.conftest import Publisher, get_scope
+from tests.repository.conftest import Publisher, get_scope, scalar
 from tests.seaweed import S3Server
 
 DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
@@ -488,3 +489,23 @@ def test_a_paid_file_needs_a_signed_single_use_url(
     expired = grants.make(path, now - 1000)
     assert fetch(api, expired).status_code == 410
     assert reports == ["com.alpha.paid"]
+
+
+def test_an_empty_repository_is_dated_by_its_first_source_not_1970(
+    make_api: AppFactory, catalogue: dict[str, str], database_url: str, blob_dir: Path
+) -> None:
+    """A catalogue with sources but no file and no signing key (the demo's, before anything is
+    published): its Release says when the catalogue began."""
+    api = make_api(blob_dir=str(blob_dir))
+    release = Release(fetch(api, "/repo/Release").text)
+    began = scalar(database_url, "SELECT min(created_at) FROM sources")
+    assert began > 0
+    assert parsedate_to_datetime(release["Date"]).timestamp() == began
+
+
+def test_a_repository_with_no_source_and_no_key_is_dated_by_its_build() -> None:
+    """Nothing to date it by and nothing signed (so nothing two builds must agree on)."""
+    before = int(time.time())
+    built = build(Snapshot(1, [], 0, 0), Identity("pkgcat", 0, None), None)
+    date = parsedate_to_datetime(Release(built.files["Release"].body.decode())["Date"])
+    assert before <= date.timestamp() <= time.time()

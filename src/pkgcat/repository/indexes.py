@@ -17,13 +17,15 @@ stored files (``/repo/sources/NAME/``), a flat repository (``deb URL ./``):
 Everything but the signatures is a function of the catalogue: the same
 snapshot gives the same bytes on every worker and host (compressors run with
 fixed settings and no time stamps; ``Date`` is the latest change to what the
-repository holds, not the time of the build), so a Release fetched from one
+repository holds, not the time of the build: for an empty catalogue, when its first
+source was made, and only for one with no source and no key, unsigned, the build's time), so a Release fetched from one
 worker and its Release.gpg from another agree.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -325,9 +327,14 @@ def build(
             file.paid,
         )
 
-    def latest(files: list[ServedFile]) -> datetime:
+    def latest(files: list[ServedFile], floor: int = 0) -> datetime:
         changed = max(
-            [snapshot.keys_changed, period, *(max(f.stored_at, f.updated_at) for f in files)]
+            [
+                floor,
+                snapshot.keys_changed,
+                period,
+                *(max(f.stored_at, f.updated_at) for f in files),
+            ]
         )
         return datetime.fromtimestamp(changed, UTC)
 
@@ -335,7 +342,10 @@ def build(
     stanzas = {file.sha256: stanza(file, identity.depictions).encode() for file in snapshot.files}
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
         parts = (previous, pool, stanzas)
-        _repository("", snapshot.files, identity, latest(snapshot.files), sign, found, *parts)
+        # An empty catalogue is dated by its first source; one with no source and no key
+        # (nothing signed, nothing to agree on) by this build: never 1970.
+        whole = latest(snapshot.files, snapshot.began or int(time.time()))
+        _repository("", snapshot.files, identity, whole, sign, found, *parts)
         for source, files in by_source.items():
             when = latest(files)
             _repository(f"sources/{source}/", files, identity, when, sign, found, *parts)

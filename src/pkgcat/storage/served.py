@@ -58,6 +58,9 @@ class Snapshot:
     files: list[ServedFile]
     keys_changed: int
     """The latest creation or retirement of a signing key (0: none)."""
+    began: int = 0
+    """When the catalogue's first source was made (0: it has none): the date of an empty
+    repository, which has no change of its own to be dated by."""
 
 
 def read_served(engine: Engine) -> Snapshot:
@@ -99,6 +102,7 @@ def read_served(engine: Engine) -> Snapshot:
         keys_changed = db.execute(
             select(func.max(func.coalesce(k.c.retired_at, k.c.created_at)))
         ).scalar()
+        began = db.execute(select(func.min(s.c.created_at))).scalar()
     files = [
         ServedFile(
             sha256=row.sha256,
@@ -126,7 +130,7 @@ def read_served(engine: Engine) -> Snapshot:
         )
         for row in rows
     ]
-    return Snapshot(int(generation), files, int(keys_changed or 0))
+    return Snapshot(int(generation), files, int(keys_changed or 0), int(began or 0))
 
 
 def spend_grant(engine: Engine, grant_id: str, expires_at: int, now: int) -> bool:
