@@ -43,9 +43,9 @@ lock: | $(BIN)/uv ## after editing pyproject.toml's dependencies: re-resolve uv.
 	$(BIN)/uv lock
 	cd $(GENERATOR) && ../../$(BIN)/uv lock
 
-run: bytecode $(STAMP) ## seed the demo into ./pkgcat.db (once) and serve on http://127.0.0.1:8000
+run: bytecode $(STAMP) ## seed the demo (catalogue, signed repository, test-mode store) into ./pkgcat.db (once) and serve it on http://127.0.0.1:8000
 	$(BIN)/pkgcat demo --reuse
-	$(BIN)/pkgcat serve
+	$(BIN)/pkgcat serve --env-file pkgcat-demo.env
 
 # PostgreSQL and Redis: PKGCAT_TEST_POSTGRES_URL and PKGCAT_TEST_REDIS_URL, or else each at its
 # default local address when it answers there (tests/backends.py); their tests skip without.

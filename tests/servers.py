@@ -66,9 +66,16 @@ def environment(database_url: str, **settings: str) -> dict[str, str]:
 
 
 def seed(env: dict[str, str]) -> list[dict[str, Any]]:
-    """Seed the demo catalogue into the environment's database; its applications and keys."""
+    """Seed the demo catalogue into the environment's database; its applications and keys.
+
+    The catalogue alone: these servers are about the API, and start without the demo's store
+    (its .debs, signing key and webhook endpoint: tests/browser/test_demo_store.py)."""
     seeded = subprocess.run(
-        [PKGCAT, "demo", "--json"], env=env, capture_output=True, text=True, check=True
+        [PKGCAT, "demo", "--json", "--catalogue-only"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     apps: list[dict[str, Any]] = json.loads(seeded.stdout)["applications"]
     return apps

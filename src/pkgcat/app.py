@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 from datetime import UTC
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pkgcat.access_log import access_log_for
@@ -31,6 +32,7 @@ from pkgcat.storage.backends import (
 from pkgcat.webhooks.managed import Managed
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
     from starlette.types import ASGIApp
 
     from pkgcat.store.service import Store
@@ -108,6 +110,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         ),
         background=background,
         store=None if store is None else _store_app(store, throttle),
+        extra=_demo_receiver(settings),
     )
     return ApiApp(
         service,
@@ -128,6 +131,16 @@ def _store_app(store: Store, throttle: AuthThrottle) -> ASGIApp:
     from pkgcat.http.store import create_store_app
 
     return create_store_app(store, throttle.client)
+
+
+def _demo_receiver(settings: Settings) -> list[BaseRoute]:
+    """The demo's webhook receiver, when the demo's settings name it."""
+    secret = settings.demo_receiver_secret
+    if settings.demo_receiver_file is None or secret is None:
+        return []
+    from pkgcat.http.demo_receiver import receiver_route
+
+    return [receiver_route(Path(settings.demo_receiver_file), secret.get_secret_value())]
 
 
 GC_THRESHOLDS = (20_000, 20, 20)

@@ -441,6 +441,15 @@ class Settings(BaseSettings):
             _require(("stripe",), "stripe")
         return self
 
+    demo_receiver_file: str | None = Field(
+        default=None,
+        description="The demo's webhook receiver: with PKGCAT_DEMO_RECEIVER_SECRET, served at /demo/receiver, each delivery appended to this file (`pkgcat demo` sets both).",
+    )
+    demo_receiver_secret: SecretStr | None = Field(
+        default=None,
+        description="The signing secret the demo's webhook receiver checks deliveries with (a secret: from the environment or the demo's settings file only).",
+    )
+
     download_redirect: bool = Field(
         default=False,
         description="Answer a whole download of a free file of the S3 store with a redirect to a presigned address of its object, valid 5 minutes (the bucket's address must be reachable by clients); counted when redirected.",

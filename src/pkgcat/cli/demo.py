@@ -13,10 +13,14 @@ from typing import Annotated
 import typer
 
 from pkgcat import demo as catalogue
+from pkgcat import demo_store
 from pkgcat.cli._common import admin, fail, load_settings, print_json, stdout
 from pkgcat.cli._failures import shown_url
 from pkgcat.config import Settings
-from pkgcat.storage.admin import AdminError
+from pkgcat.repository.debs import Refused
+from pkgcat.repository.keys import KeyProblem
+from pkgcat.storage.admin import AdminError, CatalogueAdmin
+from pkgcat.webhooks.endpoints import EndpointRefused
 
 DASHBOARD = "/dashboard"
 """Where ``pkgcat serve`` serves the seller dashboard (``pkgcat.http.dashboard.PATH``, which
@@ -54,10 +58,18 @@ def demo(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the applications as JSON.")
     ] = False,
+    catalogue_only: Annotated[
+        bool,
+        typer.Option(
+            "--catalogue-only",
+            help="Seed the catalogue alone: no .deb published, no signing key, no store settings.",
+        ),
+    ] = False,
 ) -> None:
-    """Seed an empty database with the demo catalogue and print a key per application."""
+    """Seed an empty database with the demo catalogue and its store, and print the map."""
     settings = load_settings()
     plan = catalogue.build(today=datetime.now(UTC).date())
+    store: demo_store.DemoStore | None = None
     with admin(create=True) as handle:
         if not handle.is_empty() and not force:
             if not reuse:
@@ -73,8 +85,11 @@ def demo(
                     f"{shown_url(settings.database_url)} holds a catalogue that is not the demo's "
                     f"(no application {first.name!r} of {first.source!r}); --force replaces it"
                 )
+            if not catalogue_only:
+                store = _store(settings, handle, plan)
             if as_json:
-                print_json({"applications": [_record(first, settings, issued.secret_key)]})
+                record = {"applications": [_record(first, settings, issued.secret_key)]}
+                print_json(record | _store_record(settings, store))
                 return
             stdout.print(
                 f"kept the existing catalogue; new key for {first.name!r} "
@@ -82,6 +97,7 @@ def demo(
                 highlight=False,
             )
             _print_try(settings, issued.secret_key, first)
+            _print_store(settings, store)
             return
         issued_keys = handle.load(
             sources=plan.sources,
@@ -93,9 +109,11 @@ def demo(
             devices=plan.devices,
             replace=force,
         )
+        if not catalogue_only:
+            store = _store(settings, handle, plan)
     apps = [_record(a, settings, issued_keys[a.id].secret_key) for a in plan.apps]
     if as_json:
-        print_json({"applications": apps})
+        print_json({"applications": apps} | _store_record(settings, store))
         return
     stdout.print(
         f"demo catalogue: {len(plan.sources)} sources, {len(plan.packages)} packages, "
@@ -108,6 +126,67 @@ def demo(
             soft_wrap=True,
         )
     _print_try(settings, apps[0]["secret_key"], plan.apps[0])
+    _print_store(settings, store)
+
+
+def _store(
+    settings: Settings, handle: CatalogueAdmin, plan: catalogue.DemoCatalogue
+) -> demo_store.DemoStore:
+    try:
+        return demo_store.set_up(settings, handle, plan)
+    except (demo_store.DemoStoreProblem, Refused, KeyProblem, EndpointRefused) as error:
+        fail(f"the demo's store: {error}")
+
+
+def _store_record(settings: Settings, store: demo_store.DemoStore | None) -> dict[str, object]:
+    if store is None:
+        return {}
+    base = demo_store.base_url(settings)
+    return {
+        "store": {
+            "env_file": str(store.env_file),
+            "repository": f"{base}/repo/",
+            "key": f"{base}/repo/key.asc",
+            "store": store.values["PKGCAT_STORE_URL"],
+            "receiver": base + demo_store.RECEIVER,
+            "paid_package": store.paid_package,
+            "published": store.published,
+        }
+    }
+
+
+def _print_store(settings: Settings, store: demo_store.DemoStore | None) -> None:
+    """The map of the repository, the store and the webhooks, and how to serve them."""
+    if store is None:
+        return
+    base = demo_store.base_url(settings)
+    env_file = _shown_path(store.env_file)
+    keyring = "/etc/apt/keyrings/pkgcat.asc"
+    stdout.print(
+        "\n[bold]the store[/] (test mode: every purchase completes at once, no money is taken):",
+        highlight=False,
+    )
+    lines = [
+        f"  serve it   {this_command()} serve --env-file {shlex.quote(env_file)}"
+        "   (make run does this; the file holds the demo's passphrases: keep it private)",
+        f"  apt        curl -fsS {base}/repo/key.asc | sudo tee {keyring}",
+        f"             echo 'deb [signed-by={keyring}] {base}/repo/ ./'"
+        " | sudo tee /etc/apt/sources.list.d/pkgcat-demo.list",
+        f"  Sileo      add the source {base}/repo/ (Zebra too; the key is {base}/repo/key.asc)",
+        f"  buy        {store.values['PKGCAT_STORE_URL']}: buy {store.paid_package} (rootful and "
+        "rootless files); the sign-in code is printed in the server's log, not mailed",
+        f"  webhooks   {base}{demo_store.RECEIVER} lists every event delivered, signature checked",
+    ]
+    for line in lines:
+        stdout.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _shown_path(path: Path) -> str:
+    """The path as typed from the current folder when it lies below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def this_command() -> str:

@@ -12,9 +12,11 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
+from dotenv import dotenv_values
 from granian import Granian
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings
@@ -38,13 +40,34 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on [PKGCAT_HOST].")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on [PKGCAT_PORT].")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes [PKGCAT_WORKERS].")] = None,
+    env_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--env-file",
+            help="Read PKGCAT_* settings from this file (NAME=value lines, as `pkgcat demo` "
+            "writes); the environment's own values win.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
 ) -> None:
     """Migrate the database, then serve the API until interrupted."""
+    if env_file is not None:
+        read_env_file(env_file)
     settings = load_settings(host=host, port=port, workers=workers)
     with ExitStack() as cleanup:
         if settings.metrics:
             cleanup.enter_context(metrics_directory())
         _serve(settings)
+
+
+def read_env_file(path: Path) -> None:
+    """Put the file's ``PKGCAT_*`` values into the environment, where it has none of its own:
+    the workers build their settings from the environment, so they read them too."""
+    for name, value in dotenv_values(path).items():
+        if name.startswith("PKGCAT_") and value is not None:
+            os.environ.setdefault(name, value)
 
 
 @contextmanager

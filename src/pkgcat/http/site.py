@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Scope
 
@@ -148,12 +148,14 @@ def create_site(
     repository: ASGIApp | None = None,
     background: Sequence[Background] = (),
     store: ASGIApp | None = None,
+    extra: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The Starlette app; ``/metrics`` is served only when ``metrics`` is given.
 
     ``throttle`` counts a wrong metrics token as a failed authentication, as the API counts
     a wrong key: a token is guessed no faster than a key. ``repository``: the served APT
-    repository's app, mounted at ``/repo``; ``store``: the store's, at ``/store``.
+    repository's app, mounted at ``/repo``; ``store``: the store's, at ``/store``;
+    ``extra``: more routes (the demo's webhook receiver).
     ``background``: threads of the worker (the webhook deliverer), started with the app and
     stopped before it closes."""
     document = openapi_json()
@@ -255,6 +257,7 @@ def create_site(
             *([Route("/metrics", scrape)] if metrics is not None else []),
             *([Mount("/repo", app=repository)] if repository is not None else []),
             *([Mount("/store", app=store)] if store is not None else []),
+            *extra,
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,

@@ -102,6 +102,10 @@ class ApplicationInfo:
     live_keys: int
 
 
+PAGE_COLUMNS = ("icon", "screenshots", "url", "compatible")
+"""What a package's page shows beside its control file's fields (:meth:`CatalogueAdmin.set_pages`)."""
+
+
 def _now() -> int:
     return int(time.time())
 
@@ -378,6 +382,21 @@ class CatalogueAdmin:
         return sorted(found, key=lambda k: (_by_name(k.source), _by_name(k.application)))
 
     # Catalogue data ------------------------------------------------------------
+
+    def set_pages(self, packages: Iterable[Mapping[str, Any]]) -> None:
+        """Give packages the page their rows name (``PAGE_COLUMNS``), in one transaction.
+
+        A publish copies a package's row from its .deb's control file, which has no
+        screenshots and may have no icon or depiction: the demo puts its catalogue's back.
+        """
+        p = t.packages
+        with write_transaction(self.engine) as db:
+            for row in packages:
+                db.execute(
+                    update(p)
+                    .where(p.c.source_id == row["source_id"], p.c.package == row["package"])
+                    .values({name: row[name] for name in PAGE_COLUMNS})
+                )
 
     def is_empty(self) -> bool:
         with self.engine.connect() as db:
