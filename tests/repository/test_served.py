@@ -23,6 +23,7 @@ import pysequoia as pgp
 import pytest
 import zstandard
 from debian.deb822 import Deb822, Release
+from sqlalchemy import text
 
 from pkgcat.repository.grants import Grants
 from pkgcat.repository.indexes import Identity, PoolEntry, build
@@ -509,3 +510,101 @@ def test_a_repository_with_no_source_and_no_key_is_dated_by_its_build() -> None:
     built = build(Snapshot(1, [], 0, 0), Identity("pkgcat", 0, None), None)
     date = parsedate_to_datetime(Release(built.files["Release"].body.decode())["Date"])
     assert before <= date.timestamp() <= time.time()
+
+
+def _with_page(database_url: str, package: str, **columns: str) -> None:
+    """Set catalogue columns of a package, as an import or the operator would."""
+    engine = engine_for(database_url)
+    try:
+        with engine.begin() as db:
+            sets = ", ".join(f"{name} = :{name}" for name in columns)
+            db.execute(
+                text(f"UPDATE packages SET {sets} WHERE package = :package"),  # noqa: S608  # names written here
+                {"package": package, **columns},
+            )
+    finally:
+        engine.dispose()
+
+
+def test_every_package_has_a_web_depiction_that_zebra_opens_and_that_escapes_everything(
+    make_api: AppFactory, published: dict[str, Path], cli_env: dict[str, str]
+) -> None:
+    """Zebra v1 opens a package's page from ``Depiction`` alone (zbrateam/Zebra branch v1,
+    Zebra/Parsel/parsel.c:376 at c615ab4); the catalogue's icon becomes ``Icon``
+    (parsel.c:393) where the file has none."""
+    url = cli_env["PKGCAT_DATABASE_URL"]
+    _with_page(
+        url,
+        "com.alpha.paid",
+        name='<script>alert("name")</script>',
+        long_description="First <img src=x onerror=alert(1)> line\n\nSecond paragraph",
+        screenshots='["https://shots.example/1.png", "javascript:alert(1)", "http://plain/2.png"]',
+        icon="https://icons.example/paid.png",
+        price="1.99",
+    )
+    api = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        repository_passphrase=PASSPHRASE,
+        repository_url="https://repo.example/repo/",
+    )
+    listed = {s["Package"]: s for s in stanzas(fetch(api, "/repo/Packages").content)}
+    paid = listed["com.alpha.paid"]
+    assert paid["Depiction"] == "https://repo.example/repo/depictions/com.alpha.paid.html"
+    assert paid["Icon"] == "https://icons.example/paid.png"
+    page = fetch(api, "/repo/depictions/com.alpha.paid.html")
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'none'" in policy
+    assert "script-src" not in policy  # none at all, under default-src 'none'
+    body = page.text
+    assert "<script>" not in body
+    assert "&lt;script&gt;" in body
+    assert "<img src=x" not in body
+    assert '<img src="https://shots.example/1.png"' in body
+    assert "javascript:" not in body
+    assert "http://plain" not in body
+    assert "1.99 USD" in body
+    assert "<p>Second paragraph</p>" in body
+    free = fetch(api, "/repo/depictions/com.alpha.free.html").text
+    assert "USD" not in free  # a free package has no price, nor how to buy it
+
+
+def test_each_source_s_release_names_it_and_the_catalogue_keeps_its_label(repo: Api) -> None:
+    """Sileo names a repository by its Release Origin and Label."""
+    whole = Release(fetch(repo, "/repo/Release").text)
+    alpha = Release(fetch(repo, "/repo/sources/Alpha/Release").text)
+    beta = Release(fetch(repo, "/repo/sources/Beta/Release").text)
+    assert (whole["Origin"], whole["Label"]) == ("pkgcat", "pkgcat")
+    assert (alpha["Origin"], alpha["Label"]) == ("Alpha", "Alpha")
+    assert (beta["Origin"], beta["Label"]) == ("Beta", "Beta")
+
+
+def test_a_repository_of_all_files_lists_the_devices_architectures(
+    make_api: AppFactory, pkgcat: Publisher, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    """apt skips a repository whose Release does not list the device's architecture."""
+    assert (
+        pkgcat(
+            "publish",
+            str(build_deb(tmp_path, "com.alpha.theme", "1.0", "all")),
+            "--source",
+            "Alpha",
+        ).exit_code
+        == 0
+    )
+    api = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"])
+    release = Release(fetch(api, "/repo/sources/Alpha/Release").text)
+    assert release["Architectures"].split() == ["iphoneos-arm", "iphoneos-arm64"]
+
+
+def test_sileo_featured_is_a_valid_document_in_every_repository(repo: Api) -> None:
+    """Sileo reads ``REPO/sileo-featured.json`` and shows banners only for this class
+    (Sileo/Sileo Sileo/UI/Packages/CategoryViewController.swift:140-149 at c9f7015)."""
+    for path in ("/repo/sileo-featured.json", "/repo/sources/Alpha/sileo-featured.json"):
+        answer = fetch(repo, path)
+        assert answer.status_code == 200
+        assert answer.headers["content-type"] == "application/json"
+        document = answer.json()
+        assert document["class"] == "FeaturedBannersView"
+        assert document["banners"] == []

@@ -17,7 +17,8 @@ from pkgcat.storage.served import ServedFile
 MIN_VERSION = "0.1"
 
 
-def _size(size: int) -> str:
+def size_text(size: int) -> str:
+    """A file's size as a person reads it (``914 bytes``, ``12.5 KB``)."""
     value = float(size)
     for unit in ("bytes", "KB", "MB", "GB"):
         if value < 1024 or unit == "GB":
@@ -58,7 +59,7 @@ def depiction(file: ServedFile) -> bytes:
         _row("Version", file.shown_version),
         _row("Author", file.author),
         _row("Section", file.section),
-        _row("Size", _size(file.size)),
+        _row("Size", size_text(file.size)),
     ]
     if file.paid:
         views.append(_row("Price", f"{file.price} {file.currency}" if file.price else "Paid"))

@@ -33,9 +33,12 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
 
+import orjson
+
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
 from pkgcat.repository.pieces import FORMATS, cut, join
+from pkgcat.repository.web_depiction import CONTENT_SECURITY_POLICY, web_depiction
 from pkgcat.storage.served import ServedFile, Snapshot
 
 COMPRESSIONS: dict[str, Callable[[bytes], bytes]] = {
@@ -71,6 +74,13 @@ HASHES = (("MD5Sum", "md5"), ("SHA1", "sha1"), ("SHA256", "sha256"), ("SHA512", 
 SIGNED = "application/pgp-signature"
 
 
+HTML = "text/html; charset=utf-8"
+PAGE_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+)
+"""A web depiction's own headers: it runs no script, and loads only its screenshots."""
 INDEX_CACHE = "public, max-age=0, must-revalidate"
 """Indexes change with the catalogue: a cache keeps them but asks again (ETag) before each use."""
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -89,6 +99,8 @@ class IndexFile:
     """Named by its digest (by-hash): the same path always has the same bytes."""
     path: str | None = None
     """A file holding the same bytes, which the server may send from disk; None: none."""
+    extra: tuple[tuple[bytes, bytes], ...] = ()
+    """More headers of its 200s (a web page's Content-Security-Policy)."""
     since: int = field(init=False, repr=False, compare=False)
     """``modified`` in whole seconds, as If-Modified-Since compares it."""
     tag: bytes = field(init=False, repr=False, compare=False)
@@ -107,6 +119,7 @@ class IndexFile:
             (b"content-type", self.media_type.encode()),
             (b"content-length", str(len(self.body)).encode()),
             *common,
+            *self.extra,
         )
         for name, value in (
             ("since", int(self.modified.timestamp())),
@@ -159,11 +172,26 @@ def entity_tag(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
+def _has(control: str, name: str) -> bool:
+    """Whether the control paragraph has the field (names compared without case)."""
+    return f"\n{name.lower()}:" in "\n" + control.lower()
+
+
 def stanza(file: ServedFile, depictions: str | None) -> str:
-    """A Packages stanza: the control paragraph, then what the repository says of the file."""
+    """A Packages stanza: the control paragraph, then what the repository says of the file.
+
+    With the repository's address, the depictions it serves where the file names none of its
+    own: ``SileoDepiction`` (Sileo's native one) and ``Depiction`` (the web page, the only one
+    Zebra v1 reads: ``Zebra/Parsel/parsel.c`` on branch v1, line 376 at c615ab4); and the
+    catalogue's icon where the file has no ``Icon`` (an https address only).
+    """
     lines = [file.control]
-    if depictions and "\nsileodepiction:" not in "\n" + file.control.lower():
+    if depictions and not _has(file.control, "SileoDepiction"):
         lines.append(f"SileoDepiction: {depictions}{file.package}.json")
+    if depictions and not _has(file.control, "Depiction"):
+        lines.append(f"Depiction: {depictions}{file.package}.html")
+    if file.icon.startswith("https://") and not _has(file.control, "Icon"):
+        lines.append(f"Icon: {file.icon}")
     lines += [
         f"Filename: {pool_path(file.package, file.version, file.architecture, file.sha256)}",
         f"Size: {file.size}",
@@ -183,6 +211,8 @@ class Identity:
     valid_seconds: int
     depictions: str | None
     """The public address of the depictions folder, or None."""
+    store_name: str | None = None
+    """The store's name when the deployment sells: the web depictions say how to buy."""
 
 
 def release_time(when: datetime) -> str:
@@ -190,18 +220,31 @@ def release_time(when: datetime) -> str:
     return format_datetime(when.astimezone(UTC), usegmt=True).replace(" GMT", " UTC")
 
 
+IOS_ARCHITECTURES = ("iphoneos-arm", "iphoneos-arm64")
+"""What a repository whose every file is ``all`` lists: the devices' own (rootful, rootless)."""
+
+
 def _release(
-    identity: Identity, files: dict[str, Made], date: datetime, architectures: Iterable[str]
+    identity: Identity,
+    files: dict[str, Made],
+    date: datetime,
+    architectures: Iterable[str],
+    name: str | None = None,
 ) -> bytes:
+    """``name``: a source's, for its own repository (Sileo names a repository by its
+    Origin and Label); the whole catalogue's is the configured label."""
+    label = name or identity.label
+    # apt skips a repository whose Architectures lack the device's: never only "all".
+    listed = sorted(set(architectures) - {"all"}) or list(IOS_ARCHITECTURES)
     lines = [
-        f"Origin: {identity.label}",
-        f"Label: {identity.label}",
+        f"Origin: {label}",
+        f"Label: {label}",
         "Suite: stable",
         "Codename: pkgcat",
         "Version: 1.0",
-        f"Architectures: {' '.join(sorted(set(architectures))) or 'all'}",
+        f"Architectures: {' '.join(listed)}",
         "Components: main",
-        f"Description: {identity.label}",
+        f"Description: {label}",
         f"Date: {release_time(date)}",
     ]
     if identity.valid_seconds:
@@ -213,6 +256,24 @@ def _release(
         for name, made in files.items():
             lines.append(f" {made.digests[algorithm]} {len(made.body):>16} {name}")
     return ("\n".join(lines) + "\n").encode()
+
+
+def featured_banners(banners: list[dict[str, str]]) -> bytes:
+    """``sileo-featured.json``: the banners atop a repository's page in Sileo and Zebra.
+
+    Sileo shows them only for this class and a non-empty ``banners`` list (Sileo/Sileo
+    ``Sileo/UI/Packages/CategoryViewController.swift``, ``FeaturedBannersView``); each banner
+    is ``url`` (its image), ``title`` and ``package``. With no banner set the document is
+    still valid, so a client's request for it is answered, not a 404.
+    """
+    return orjson.dumps(
+        {
+            "class": "FeaturedBannersView",
+            "itemSize": "{263, 148}",
+            "itemCornerRadius": 8,
+            "banners": [{**banner, "hideShadow": False} for banner in banners],
+        }
+    )
 
 
 def _piece_key(piece: bytes) -> bytes:
@@ -281,8 +342,9 @@ def _repository(
     pieces = cut((file.sha256, stanzas[file.sha256]) for file in served)
     made = compress_all(pieces, out, previous, pool)
     indexes = {f"Packages{suffix}": one for suffix, one in made.items()}
-    architectures = {f.architecture for f in served if f.architecture != "all"}
-    release = _release(identity, indexes, date, architectures)
+    architectures = {f.architecture for f in served}
+    source = prefix.removeprefix("sources/").removesuffix("/") or None
+    release = _release(identity, indexes, date, architectures, source)
     files = out.files
     for name, one in indexes.items():
         index = IndexFile(one.body, MEDIA_TYPES[name.removeprefix("Packages")], one.etag, date)
@@ -292,6 +354,10 @@ def _repository(
                 one.body, index.media_type, index.etag, date, immutable=True
             )
     files[prefix + "Release"] = IndexFile(release, MEDIA_TYPES[""], entity_tag(release), date)
+    featured = featured_banners([])
+    files[prefix + "sileo-featured.json"] = IndexFile(
+        featured, "application/json", entity_tag(featured), date
+    )
     if sign is not None:
         inline, detached = sign(release)
         files[prefix + "InRelease"] = IndexFile(inline, MEDIA_TYPES[""], entity_tag(inline), date)
@@ -360,9 +426,15 @@ def build(
         made_from = found.depicted[package] = _depicted(file, snapshot.keys_changed, period)
         if before.get(package) == made_from and previous is not None:
             found.files[name] = previous.files[name]
+            page_name = f"depictions/{package}.html"
+            found.files[page_name] = previous.files[page_name]
             continue
         body = depiction(file)
         found.files[name] = IndexFile(body, "application/json", entity_tag(body), latest([file]))
+        page = web_depiction(file, identity.store_name)
+        found.files[f"depictions/{package}.html"] = IndexFile(
+            page, HTML, entity_tag(page), latest([file]), extra=PAGE_HEADERS
+        )
     return found
 
 

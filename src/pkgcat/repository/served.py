@@ -67,6 +67,7 @@ class ServedRepository:
             label=settings.repository_label,
             valid_seconds=settings.repository_valid_seconds,
             depictions=None if address is None else f"{address}depictions/",
+            store_name=settings.store_name if settings.store_url is not None else None,
         )
         self._lifetime = settings.download_url_seconds
         index_dir = settings.index_dir

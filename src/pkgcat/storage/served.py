@@ -45,6 +45,8 @@ class ServedFile:
     currency: str
     screenshots: str
     updated_at: int
+    icon: str = ""
+    """The catalogue's icon address (the file's own ``Icon`` field comes first)."""
 
 
 def _paid(price: str | None, commercial: bool) -> bool:
@@ -90,6 +92,7 @@ def read_served(engine: Engine) -> Snapshot:
             p.c.currency,
             p.c.screenshots,
             p.c.updated_at,
+            p.c.icon,
         )
         .join(p, (p.c.package == d.c.package) & (p.c.source_id == d.c.source_id))
         .join(s, s.c.id == d.c.source_id)
@@ -127,6 +130,7 @@ def read_served(engine: Engine) -> Snapshot:
             currency=row.currency,
             screenshots=row.screenshots,
             updated_at=row.updated_at,
+            icon=row.icon,
         )
         for row in rows
     ]
