@@ -105,6 +105,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
             redirect=settings.download_redirect,
             payment_endpoint=settings.store_url,
             cydia_gate=settings.store_cydia_gate,
+            client=throttle.client,
         ),
         background=background,
         store=None if store is None else _store_app(store, throttle),
