@@ -120,6 +120,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         query_keys=settings.query_keys,
         access_log=access_log,
         deadline=settings.request_deadline,
+        body_timeout=settings.body_read_timeout,
         uploads=uploads,
         webhooks=webhooks,
     )
