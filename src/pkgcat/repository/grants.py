@@ -31,7 +31,9 @@ What a resume must match: the claim's client address (its /64 for IPv6, behind
 exactly. apt presents nothing else of its own again: it keeps no cookie, and its
 ``If-Range`` is a date (the partial file's mtime), not a value a server could
 make secret. Both are kept only as a MAC under the download key, so the table
-holds no address.
+holds no address. The User-Agent is no secret (one apt version sends one string):
+the address is what binds, and a second device behind the buyer's address holding
+the URL could resume it too, until the file has gone out whole once.
 """
 
 from __future__ import annotations
