@@ -161,14 +161,17 @@ def _drive(
     method: str = "GET",
     cut: bool = False,
     headers: dict[str, str] | None = None,
+    pathsend: bool = False,
 ) -> Answer:
     """A request of ``url`` from ``client``, driven as the server drives the repository app
     (streamed); ``cut``: the client takes the first body message, then is gone (the server
-    says so, and the rest never reaches it), as a connection that broke mid-file."""
+    says so, and the rest never reaches it), as a connection that broke mid-file;
+    ``pathsend``: the server offers ``http.response.pathsend`` (what was sent so is named)."""
     repository = _repository_app(api)
     path, _, query = url.partition("?")
     scope = get_scope(path, **(headers or {}))
-    del scope["extensions"]
+    if not pathsend:
+        del scope["extensions"]
     scope |= {"method": method, "query_string": query.encode(), "client": client}
     answer = Answer()
 
@@ -189,6 +192,8 @@ def _drive(
             assert isinstance(body, bytes)
             if not (cut and answer.body):
                 answer.body += body
+        elif message["type"] == "http.response.pathsend":
+            answer.body += Path(str(message["path"])).read_bytes()
 
     async def drive() -> None:
         await repository(scope, receive, send)
@@ -269,6 +274,24 @@ def test_only_the_client_that_claimed_a_download_url_may_resume_it(
     assert _series(api, "com.alpha.paid", days="1")["total"] == 0
     rest = _drive(api, url, headers={"User-Agent": APT, **resume})
     assert (rest.status, first.body + rest.body) == (206, data)
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+def test_with_zero_copy_a_download_url_s_file_goes_whole_once(
+    paid: tuple[Api, bytes, str],
+) -> None:
+    """Zero copy: a whole file of the directory store goes in one message, counted (and the
+    URL marked done) before it goes; the URL is then spent for its client too."""
+    api, data, url = paid
+    repository = _repository_app(api)
+    repository.zero_copy = True  # as PKGCAT_DOWNLOAD_ZERO_COPY sets it
+    try:
+        first = _drive(api, url, pathsend=True, headers={"User-Agent": APT})
+        assert (first.status, first.body) == (200, data)
+        again = _drive(api, url, pathsend=True, headers={"User-Agent": APT})
+        assert again.status == 410
+    finally:
+        repository.zero_copy = False
     assert _series(api, "com.alpha.paid", days="1")["total"] == 1
 
 
