@@ -107,6 +107,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
             redirect=settings.download_redirect,
             payment_endpoint=settings.store_url,
             cydia_gate=settings.store_cydia_gate,
+            client=throttle.client,
         ),
         background=background,
         store=None if store is None else _store_app(store, throttle),
@@ -122,6 +123,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         query_keys=settings.query_keys,
         access_log=access_log,
         deadline=settings.request_deadline,
+        body_timeout=settings.body_read_timeout,
         uploads=uploads,
         webhooks=webhooks,
     )

@@ -114,6 +114,13 @@ class Settings(BaseSettings):
         le=600,
         description="Seconds a connection has to send a request's headers, from when it opens or its last answer went out; an idle or slow connection is closed after it.",
     )
+    # granian has no body timeout: the app bounds the body itself (http/bodies.py).
+    body_read_timeout: int = Field(
+        default=60,
+        ge=1,
+        le=3600,
+        description="Seconds a request has to send its whole body, from when its headers are in (an upload, a webhook or store write); past it the request is answered 408 and its connection closed, an upload's temporary file removed.",
+    )
     # The default is the minimum: a pkgcat request needs well under 2 KB.
     connection_buffer_bytes: int = Field(
         default=MIN_CONNECTION_BUFFER,

@@ -39,6 +39,16 @@ class InvalidArgument(ApiError):
         self.parameter = parameter
 
 
+class BodyTimedOut(InvalidArgument):
+    """Code 2 as HTTP 408: the body did not arrive in time (not a code of its own, as 503 is
+    code 15's: a client that knows code 2 knows this one)."""
+
+    status, when = 408, "the request's body did not arrive within PKGCAT_BODY_READ_TIMEOUT"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__("body", f"not received within {seconds:g} s; send it faster")
+
+
 class Unauthenticated(ApiError):
     code, status, when = 5, 401, "missing, unknown or revoked secret key, or two different keys"
 

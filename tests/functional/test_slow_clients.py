@@ -15,6 +15,7 @@ prints the figures docs/reliability.md quotes.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import selectors
@@ -27,10 +28,12 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.debs import build_deb
 from tests.servers import (
     DETAILS,
     PKGCAT,
@@ -41,6 +44,7 @@ from tests.servers import (
     seed,
     serving,
 )
+from tests.store.conftest import store_settings
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -291,3 +295,121 @@ def test_serve_fits_its_connections_to_a_low_open_files_limit(tmp_path: Path) ->
         "not PKGCAT_MAX_CONNECTIONS=4096" in text
     ), text
     assert "up to 768 connections per worker" in text, text
+
+
+TRICKLED = 20
+"""Connections that send a body's headers, then one byte at a time (the attack: 20 uploads
+trickling a byte every 2 s were all still open after 32 s)."""
+
+
+def _key(env: dict[str, str], app: dict[str, Any], scope: str) -> str:
+    made = subprocess.run(
+        [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
+         "--scope", scope, "--json"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    key: str = json.loads(made.stdout)["secret_key"]
+    return key
+
+
+def _trickle_until_answered(connections: list[socket.socket], bound: float) -> dict[int, bytes]:
+    """Each connection sends a byte whenever it has had no answer for 0.25 s, until the server
+    answers and closes it, or ``bound`` seconds pass; what each was sent, by index."""
+    got: dict[int, bytes] = dict.fromkeys(range(len(connections)), b"")
+    open_ones = dict(enumerate(connections))
+    deadline = time.monotonic() + bound
+    with selectors.DefaultSelector() as selector:
+        for i, connection in open_ones.items():
+            selector.register(connection, selectors.EVENT_READ, i)
+        while open_ones and time.monotonic() < deadline:
+            ready = selector.select(timeout=0.25)
+            for key, _ in ready:
+                i = key.data
+                try:
+                    chunk = open_ones[i].recv(65536)
+                except ConnectionResetError:
+                    chunk = b""
+                got[i] += chunk
+                if not chunk:  # closed by the server
+                    selector.unregister(open_ones.pop(i))
+            if not ready:
+                for connection in open_ones.values():
+                    with contextlib.suppress(OSError):
+                        connection.send(b"x")
+    assert not open_ones, f"{len(open_ones)} of {len(connections)} still open after {bound} s"
+    return got
+
+
+def test_bodies_that_trickle_are_answered_408_and_closed_after_the_body_timeout(
+    tmp_path: Path,
+) -> None:
+    """Uploads, webhook writes and store POSTs whose bodies come a byte at a time: each is
+    answered 408 and closed once ``PKGCAT_BODY_READ_TIMEOUT`` (1 s here) has passed, and no
+    upload leaves its temporary file; a normal upload right after is answered."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    port = free_port()
+    env = environment(
+        f"sqlite:///{tmp_path / 'served.db'}",
+        body_read_timeout="1",
+        blob_dir=str(tmp_path / "blobs"),
+        # The store, with a mail server that is never reached (no sign-in here).
+        **{
+            name: str(value).lower() if isinstance(value, bool) else str(value)
+            for name, value in store_settings(
+                9, store_url=f"http://127.0.0.1:{port}/store/"
+            ).items()
+        },
+    )
+    env["TMPDIR"] = str(temporary)  # where the uploads' temporary files go
+    apps = seed(env)
+    publish, webhooks = _key(env, apps[0], "publish"), _key(env, apps[0], "webhooks")
+    heads = {
+        "upload": (
+            "POST /1.0/package/upload.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {publish}\r\n"
+            "Content-Type: application/vnd.debian.binary-package\r\nContent-Length: 100000\r\n\r\n"
+        ),
+        "webhook": (
+            "POST /1.0/webhook/create.json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {webhooks}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+        ),
+        "store": (
+            "POST /store/user_info HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+        ),
+    }
+    kinds = [*["upload"] * TRICKLED, "webhook", "store"]
+    with serving(env, tmp_path / "server.log", apps=apps, port=port) as served:
+        connections = [socket.create_connection(("127.0.0.1", served.port)) for _ in kinds]
+        try:
+            for connection, kind in zip(connections, kinds, strict=True):
+                connection.sendall(heads[kind].encode())
+            started = time.monotonic()
+            got = _trickle_until_answered(connections, bound=15)
+            took = time.monotonic() - started
+        finally:
+            for connection in connections:
+                connection.close()
+        for i, kind in enumerate(kinds):
+            answer = got[i]
+            assert answer.startswith(b"HTTP/1.1 408 "), (kind, answer[:200])
+            assert b"connection: close" in answer.lower(), (kind, answer[:300])
+            if kind != "store":  # the API's envelope: code 2 naming the body
+                body = json.loads(answer.partition(b"\r\n\r\n")[2])
+                assert body["code"] == 2
+                assert body["response"].startswith("body: not received within 1 s")
+        assert list(temporary.glob("pkgcat-upload-*")) == []
+        print(f"\n{len(kinds)} trickling bodies answered 408 and closed within {took:.1f} s")
+        deb = build_deb(tmp_path, "com.example.after", "1.0")
+        done = httpx.post(
+            f"{served.base}/1.0/package/upload.json",
+            content=deb.read_bytes(),
+            headers={
+                "authorization": f"Bearer {publish}",
+                "content-type": "application/vnd.debian.binary-package",
+            },
+            timeout=10,
+        )
+        assert done.status_code == 200, done.text

@@ -14,6 +14,8 @@ import signal
 import subprocess
 import time
 from collections.abc import MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -123,6 +125,208 @@ def test_a_paid_download_counts_once_through_its_grant(
     assert fetch(api, url).content == files["paid"].read_bytes()
     assert fetch(api, url).status_code == 410  # spent: refused, and not counted
     assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+APT = "Debian APT-HTTP/1.3 (2.6.1)"
+"""apt's User-Agent (methods/http.cc, ``HttpMethod::SendReq``: ``Req << "User-Agent: " <<
+ConfigFind("User-Agent", "Debian APT-HTTP/1.3 (" PACKAGE_VERSION ")")``)."""
+APT_IF_RANGE = "Sun, 31 Mar 2024 10:00:00 GMT"
+"""What apt sends beside its resume: ``If-Range`` with the partial file's mtime, as
+``TimeRFC1123(SBuf.st_mtime, false)`` (methods/http.cc, ``HttpMethod::SendReq``)."""
+BUYER = ("198.51.100.7", 40000)
+
+
+def _download_url(api: Api, database_url: str, package: str = "com.alpha.paid") -> str:
+    path = "/repo/" + _filenames(api)[package]
+    engine = engine_for(database_url)
+    try:
+        grants = Grants(download_key(engine, PASSPHRASE), 120)
+    finally:
+        engine.dispose()
+    return grants.make(path, int(time.time()))
+
+
+@dataclass
+class Answer:
+    status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+def _drive(
+    api: Api,
+    url: str,
+    *,
+    client: tuple[str, int] = BUYER,
+    method: str = "GET",
+    cut: bool = False,
+    headers: dict[str, str] | None = None,
+    pathsend: bool = False,
+) -> Answer:
+    """A request of ``url`` from ``client``, driven as the server drives the repository app
+    (streamed); ``cut``: the client takes the first body message, then is gone (the server
+    says so, and the rest never reaches it), as a connection that broke mid-file;
+    ``pathsend``: the server offers ``http.response.pathsend`` (what was sent so is named)."""
+    repository = _repository_app(api)
+    path, _, query = url.partition("?")
+    scope = get_scope(path, **(headers or {}))
+    if not pathsend:
+        del scope["extensions"]
+    scope |= {"method": method, "query_string": query.encode(), "client": client}
+    answer = Answer()
+
+    async def receive() -> dict[str, object]:
+        if cut:
+            return {"type": "http.disconnect"}
+        await asyncio.Event().wait()  # a client that stays
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, object]) -> None:
+        if message["type"] == "http.response.start":
+            answer.status = int(message["status"])  # type: ignore[call-overload]
+            raw = message["headers"]
+            assert isinstance(raw, list)
+            answer.headers = {k.decode(): v.decode() for k, v in raw}
+        elif message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            assert isinstance(body, bytes)
+            if not (cut and answer.body):
+                answer.body += body
+        elif message["type"] == "http.response.pathsend":
+            answer.body += Path(str(message["path"])).read_bytes()
+
+    async def drive() -> None:
+        await repository(scope, receive, send)
+
+    api.http.portal.call(drive)  # type: ignore[union-attr]
+    return answer
+
+
+@pytest.fixture
+def paid(counted: tuple[Api, dict[str, Path]], database_url: str) -> tuple[Api, bytes, str]:
+    """The served app, the paid package's file, and a download URL of it."""
+    api, files = counted
+    return api, files["paid"].read_bytes(), _download_url(api, database_url)
+
+
+def test_a_head_of_a_download_url_claims_nothing_and_answers_a_gets_headers(
+    paid: tuple[Api, bytes, str],
+) -> None:
+    api, data, url = paid
+    for _ in range(2):  # as often as a client likes: nothing claimed, nothing counted
+        head = api.http.head(url)
+        assert (head.status_code, head.content) == (200, b"")
+        assert head.headers["content-length"] == str(len(data))
+        assert head.headers["accept-ranges"] == "bytes"
+        part = api.http.head(url, headers={"Range": "bytes=10-"})
+        assert part.status_code == 206
+        assert part.headers["content-range"] == f"bytes 10-{len(data) - 1}/{len(data)}"
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 0
+    whole = fetch(api, url)
+    assert (whole.status_code, whole.content) == (200, data)
+    assert whole.headers["etag"] == head.headers["etag"]
+    # Spent now: a HEAD answers what a GET would, 410.
+    assert api.http.head(url).status_code == 410
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+def test_a_cut_paid_download_is_resumed_by_its_client_and_counted_once(
+    paid: tuple[Api, bytes, str],
+) -> None:
+    """apt's way (methods/http.cc, ``HttpMethod::SendReq``): a GET, cut; then, holding
+    part of the file, the same URL with ``Range: bytes=N-`` and ``If-Range``."""
+    api, data, url = paid
+    first = _drive(api, url, cut=True, headers={"User-Agent": APT})
+    assert first.status == 200
+    assert 0 < len(first.body) < len(data)
+    assert data.startswith(first.body)
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 0  # cut: not counted
+    held = len(first.body)
+    resume = {"User-Agent": APT, "Range": f"bytes={held}-", "If-Range": APT_IF_RANGE}
+    rest = _drive(api, url, headers=resume)
+    assert rest.status == 206
+    assert rest.headers["content-range"] == f"bytes {held}-{len(data) - 1}/{len(data)}"
+    assert first.body + rest.body == data
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+    # Whole once: the URL is done, for its own client too, and nothing more is counted.
+    assert _drive(api, url, headers=resume).status == 410
+    assert _drive(api, url, headers={"User-Agent": APT}).status == 410
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+def test_only_the_client_that_claimed_a_download_url_may_resume_it(
+    paid: tuple[Api, bytes, str],
+) -> None:
+    api, data, url = paid
+    first = _drive(api, url, cut=True, headers={"User-Agent": APT})
+    held = len(first.body)
+    resume = {"Range": f"bytes={held}-", "If-Range": APT_IF_RANGE}
+    elsewhere = ("203.0.113.9", 40000)
+    others = [
+        _drive(api, url, client=elsewhere, headers={"User-Agent": APT, **resume}),
+        _drive(api, url, headers={"User-Agent": "Sileo/2.5 CoreFoundation/1900", **resume}),
+        _drive(api, url, headers=resume),  # no User-Agent at all
+        _drive(api, url, client=elsewhere, headers={"User-Agent": APT}),
+    ]
+    for other in others:
+        assert other.status == 410
+        assert b"the same address and User-Agent" in other.body  # the refusal, no byte of the file
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 0
+    rest = _drive(api, url, headers={"User-Agent": APT, **resume})
+    assert (rest.status, first.body + rest.body) == (206, data)
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+def test_with_zero_copy_a_download_url_s_file_goes_whole_once(
+    paid: tuple[Api, bytes, str],
+) -> None:
+    """Zero copy: a whole file of the directory store goes in one message, counted (and the
+    URL marked done) before it goes; the URL is then spent for its client too."""
+    api, data, url = paid
+    repository = _repository_app(api)
+    repository.zero_copy = True  # as PKGCAT_DOWNLOAD_ZERO_COPY sets it
+    try:
+        first = _drive(api, url, pathsend=True, headers={"User-Agent": APT})
+        assert (first.status, first.body) == (200, data)
+        again = _drive(api, url, pathsend=True, headers={"User-Agent": APT})
+        assert again.status == 410
+    finally:
+        repository.zero_copy = False
+    assert _series(api, "com.alpha.paid", days="1")["total"] == 1
+
+
+@pytest.fixture(params=("directory", "s3"))
+def two_hosts(
+    request: pytest.FixtureRequest,
+    make_api: AppFactory,
+    pkgcat: Publisher,
+    cli_env: dict[str, str],
+    tmp_path: Path,
+) -> tuple[list[Api], dict[str, Path]]:
+    """Alpha's packages published, served by two apps on the one database: two hosts."""
+    store, files = publish_alpha(request, pkgcat, cli_env, tmp_path)
+    return [make_api(repository_passphrase=PASSPHRASE, **store) for _ in range(2)], files
+
+
+def test_twenty_parallel_gets_of_a_download_url_on_two_hosts_give_one_file(
+    two_hosts: tuple[list[Api], dict[str, Path]], database_url: str
+) -> None:
+    """Two apps on one database (two hosts), 20 clients at once on one URL: one gets the
+    file, every other 410, and it is counted once."""
+    hosts, files = two_hosts
+    url = _download_url(hosts[0], database_url)
+
+    def get(n: int) -> httpx.Response:
+        answer: httpx.Response = hosts[n % 2].http.get(url, headers={"User-Agent": f"client {n}"})
+        return answer
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(get, range(20)))
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses == [200] + [410] * 19
+    [whole] = [answer for answer in answers if answer.status_code == 200]
+    assert whole.content == files["paid"].read_bytes()
+    assert _series(hosts[0], "com.alpha.paid", days="1")["total"] == 1
 
 
 def test_the_downloads_of_a_package_are_its_own_sources_and_shaped(

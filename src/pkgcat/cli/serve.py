@@ -257,7 +257,8 @@ def _print_banner(settings: Settings, connections: int, loop: Loops) -> None:
         f"  workers   {workers}, shape {settings.shape}, rate limit {settings.rate_limit}",
         f"  limiter   {limiter}",
         f"  clients   up to {connections} connections per worker, "
-        f"headers within {settings.header_read_timeout} s",
+        f"headers within {settings.header_read_timeout} s, "
+        f"bodies within {settings.body_read_timeout} s",
         f"  API       {base}/1.0/",
         f"  docs      {base}/docs",
     ]

@@ -38,6 +38,7 @@ from pkgcat.errors import (
     UnknownVersion,
 )
 from pkgcat.http.auth import presented_key
+from pkgcat.http.bodies import BodyDeadline
 from pkgcat.http.errors import Headers, error_response
 from pkgcat.http.operations import BY_PATH
 from pkgcat.http.routes import (
@@ -73,6 +74,8 @@ log = logging.getLogger("pkgcat.http")
 _API_PREFIX = f"/{VERSION}/"
 _LOOKS_LIKE_VERSION = re.compile(r"/v?\d+(\.\d+)*(/|$)")
 _JSON = (b"content-type", b"application/json")
+_BODILESS = frozenset(("GET", "HEAD", "OPTIONS"))
+"""Methods whose requests this server never reads a body of: no body deadline (nor its cost)."""
 _GIVEN_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.:=+/-]{0,127}")
 """An incoming ``X-Request-Id`` that is kept: at most 128 characters, none that needs escaping
 (so that it goes into log lines and the response header as it came)..."""
@@ -231,6 +234,7 @@ class ApiApp:
         query_keys: bool = True,
         access_log: AccessLog | None = None,
         deadline: float = 5.0,
+        body_timeout: float = 60.0,
         uploads: Uploads | None = None,
         webhooks: Managed | None = None,
     ) -> None:
@@ -239,6 +243,8 @@ class ApiApp:
 
         ``access_log``: where each request's line goes (none: no line). ``deadline``: the
         seconds an API request may take (``PKGCAT_REQUEST_DEADLINE``), then it is 503.
+        ``body_timeout``: the seconds a request's body may take to arrive
+        (``PKGCAT_BODY_READ_TIMEOUT``), then it is 408 (:mod:`pkgcat.http.bodies`).
         ``uploads``: what the write operations publish with (none: they answer code 15).
         ``webhooks``: what the ``webhook/*`` operations manage endpoints with (none: code 15).
         """
@@ -266,6 +272,7 @@ class ApiApp:
         # task) to its task and the loop time its deadline falls at, oldest first (every
         # request has the same deadline); one timer a tenth of a second looks for late ones.
         self._deadline = deadline
+        self._body_timeout = body_timeout
         # A count must reach the database this long before the deadline, or it counts nothing:
         # its reply then has that long to come back before the request is answered 503.
         self._cutoff_after = deadline - min(1.0, deadline / 4)
@@ -360,12 +367,30 @@ class ApiApp:
                         scope["method"], path, None, status, None, None, request_id, started
                     )
 
+            sending = _with_request_id(send, request_id, answering)
             try:
-                await self.site(scope, receive, _with_request_id(send, request_id, answering))
+                if scope["method"] in _BODILESS:
+                    await self.site(scope, receive, sending)
+                else:
+                    reading = BodyDeadline(receive, self._body_timeout, sending)
+                    try:
+                        await self.site(scope, reading.receive, reading.send)
+                    except Exception:
+                        if not reading.answered:
+                            raise
+                        # Answered 408 already: the app failed at the body it did not get.
+                        log.info(
+                            "request %s to %s: no body within %g s, answered 408",
+                            request_id,
+                            request_text(path),
+                            self._body_timeout,
+                        )
             finally:
                 if not answered and access is not None:  # it failed before answering
                     access.line(scope["method"], path, None, 500, None, None, request_id, started)
             return
+        if scope["method"] not in _BODILESS:
+            receive = BodyDeadline(receive, self._body_timeout).receive
         status_code, body, headers, code, application = await self._answer(
             scope, path, handler, request_id, authorization, if_none_match, receive
         )

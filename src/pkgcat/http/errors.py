@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from pkgcat.errors import ApiError, RateLimited, Unavailable
+from pkgcat.errors import ApiError, BodyTimedOut, RateLimited, Unavailable
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -28,4 +28,6 @@ def error_response(error: ApiError) -> tuple[int, bytes, Headers]:
         headers.append((b"retry-after", str(error.decision.reset_after).encode()))
     elif isinstance(error, Unavailable):
         headers.append((b"retry-after", str(error.retry_after).encode()))
+    elif isinstance(error, BodyTimedOut):  # the rest of the body is not read: no next request
+        headers.append((b"connection", b"close"))
     return error.status, body, headers

@@ -17,7 +17,14 @@ from pydantic import TypeAdapter
 
 from pkgcat import __version__
 from pkgcat.domain import SHAPES
-from pkgcat.errors import ApiError, InternalError, MethodNotAllowed, RateLimited, Unavailable
+from pkgcat.errors import (
+    ApiError,
+    BodyTimedOut,
+    InternalError,
+    MethodNotAllowed,
+    RateLimited,
+    Unavailable,
+)
 from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
 from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from pkgcat.models import DAY, ErrorMessage
@@ -232,6 +239,8 @@ def _errors(operation: Operation) -> dict[str, Schema]:
     for error in sorted(operation.errors, key=lambda e: e.code):
         described = f"invalid {operation.invalid}" if error.code == 2 else error.when
         errors[str(error.status)] = _error(error, described, operation.method)
+    if operation.method == "POST":  # code 2 is 408 when the body comes too slowly
+        errors[str(BodyTimedOut.status)] = _error(BodyTimedOut, BodyTimedOut.when, "POST")
     if InternalError in operation.errors:  # code 15 is 503 when the database is locked
         errors[str(Unavailable.status)] = _error(Unavailable, Unavailable.when)
     return errors

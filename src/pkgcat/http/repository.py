@@ -18,10 +18,13 @@ A .deb of a free package is served to anyone, with Range requests (apt
 resumes), streamed; with ``zero_copy`` (``PKGCAT_DOWNLOAD_ZERO_COPY``) a whole
 file of the directory store is sent by the server itself from the file
 (``http.response.pathsend`` where the server offers it). A paid package's
-file needs a signed download URL (:mod:`pkgcat.repository.grants`), spent on
-use: 402 without one, 403 for one that is not this server's for this file, 410
-once expired or used. Each whole download is reported to ``on_download``
-(counted per package and day), before its last byte goes out.
+file needs a signed download URL (:mod:`pkgcat.repository.grants`), claimed by
+the first client that GETs it: 402 without one, 403 for one that is not this
+server's for this file, 410 once expired, claimed by another client, or once its
+file has gone out whole. The claiming client may ask again (apt resumes a cut
+download with a Range request) until then; a HEAD claims nothing. Each whole
+download is reported to ``on_download`` (counted per package and day), before
+its last byte goes out.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from pkgcat.http.asgi import matches
-from pkgcat.repository.grants import GrantRefused
+from pkgcat.repository.grants import Grant, GrantRefused, Grants
 from pkgcat.repository.indexes import IMMUTABLE, IndexFile, IndexSet, PoolEntry, entity_tag
 from pkgcat.repository.served import ServedRepository
 from pkgcat.storage.store import device_owns
@@ -55,6 +58,10 @@ _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 REDIRECT_SECONDS = 300
 """How long a download's presigned address lasts (apt fetches it at once)."""
 
+ClientOf = Callable[[Scope], str]
+"""The client a request comes from (its address, as the failed-authentication throttle
+reads it: behind trusted proxies, the address they forward)."""
+
 DownloadHook = Callable[[PoolEntry, int], Awaitable[None]]
 """Told of each whole download (see :meth:`RepositoryApp._deb`) with 1, awaited before it
 completes, and with -1 when a file counted before it went out failed to go; raises when
@@ -63,6 +70,12 @@ the download could not be counted."""
 
 async def ignore_download(_entry: PoolEntry, _count: int) -> None:
     """A hook that records nothing (a repository served without counting)."""
+
+
+def peer(scope: Scope) -> str:
+    """The address the connection comes from (no proxy trusted)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 def _icon() -> bytes:
@@ -81,14 +94,17 @@ class RepositoryApp:
         redirect: bool = False,
         payment_endpoint: str | None = None,
         cydia_gate: bool = False,
+        client: ClientOf = peer,
     ) -> None:
         """``zero_copy``: send whole files of the directory store from disk in one message,
         counted before they go (:meth:`_send_file`); ``redirect``: answer a whole download
         of a free file of the S3 store with a redirect to its object, presigned for
         :data:`REDIRECT_SECONDS`, counted when redirected; ``payment_endpoint``: the store's
         address, served as ``payment_endpoint``; ``cydia_gate``: also serve a paid file to a
-        device its headers say bought it."""
+        device its headers say bought it; ``client``: whom a request comes from, which a
+        download URL's claim is bound to."""
         self.served = served
+        self._client = client
         self._payment_endpoint = payment_endpoint
         self._cydia_gate = cydia_gate
         self.on_download = on_download
@@ -149,21 +165,26 @@ class RepositoryApp:
         if entry is None:
             await _plain(send, 404, f"not found: /{relative}")
             return
+        count = None
         if entry.paid:
             query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-            refusal = await self._authorize(canonical, query)
+            refusal, count = await self._authorize(canonical, query, scope, headers)
             if refusal is not None and "grant" not in query and self._cydia_gate:
                 refusal = await self._cydia(headers, entry, refusal)
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
-        await self._deb(scope, receive, send, entry, headers)
+        await self._deb(scope, receive, send, entry, headers, count)
 
-    async def _authorize(self, path: str, query: dict[str, str]) -> tuple[int, str] | None:
-        """None when a paid file may be sent, else (status, reason)."""
+    async def _authorize(
+        self, path: str, query: dict[str, str], scope: Scope, headers: dict[bytes, bytes]
+    ) -> tuple[tuple[int, str] | None, DownloadHook | None]:
+        """(None, the download's counting hook) when a paid file may be sent, else
+        ((status, reason), None). A GET claims the URL for its client, or is that client's
+        again (a resume); a HEAD only looks."""
         grants = await self.served.grants()
         if grants is None:
-            return 402, "a paid package: downloads of paid packages are not enabled here"
+            return (402, "a paid package: downloads of paid packages are not enabled here"), None
         try:
             grant = grants.check(path, query, self.served.now())
         except GrantRefused as refused:
@@ -174,10 +195,40 @@ class RepositoryApp:
                 if "expired" in str(refused)
                 else 403
             )
-            return status, str(refused)
-        if not await self.served.spend(grant):
-            return 410, "this download URL has been used already; ask for a new one"
-        return None
+            return (status, str(refused)), None
+        client = self._client(scope)
+        agent = headers.get(b"user-agent", b"").decode("latin-1")
+        if scope["method"] == "HEAD":
+            state = await self.served.peek(grants, grant, client, agent)
+        else:
+            state = await self.served.claim(grants, grant, client, agent)
+        if state == "spent":
+            return (
+                410,
+                "this download URL has been used already; ask for a new one (a cut download "
+                "is resumed only by the client that began it: the same address and User-Agent)",
+            ), None
+        return None, self._once(grants, grant)
+
+    def _once(self, grants: Grants, grant: Grant) -> DownloadHook:
+        """The counting hook of a download URL's file: the grant is marked done before the
+        download is counted, so a file resumed and sent whole twice counts once, and the
+        second is refused (:class:`GrantRefused`); the mark is taken back with the count."""
+
+        async def count(entry: PoolEntry, n: int) -> None:
+            if n < 0:
+                await self.on_download(entry, n)
+                await self.served.unfinish(grants, grant)
+                return
+            if not await self.served.finish(grants, grant):
+                raise GrantRefused("this download URL's file has gone out whole already")
+            try:
+                await self.on_download(entry, n)
+            except BaseException:
+                await asyncio.shield(self.served.unfinish(grants, grant))
+                raise
+
+        return count
 
     async def _cydia(
         self, headers: dict[bytes, bytes], entry: PoolEntry, refusal: tuple[int, str]
@@ -200,6 +251,7 @@ class RepositoryApp:
         send: Send,
         entry: PoolEntry,
         headers: dict[bytes, bytes],
+        count: DownloadHook | None = None,
     ) -> None:
         """The file, whole or one byte range; a whole download reported before it is complete.
 
@@ -214,10 +266,16 @@ class RepositoryApp:
         count taken back if the send fails (:meth:`_send_file`); a server that
         takes the file and then loses the client says nothing, so such a cut
         download stays counted.
+
+        ``count`` reports the whole download (``on_download`` unless given: a download
+        URL's, which counts its file once).
         """
+        count = count or self.on_download
         cache = "private, no-store" if entry.paid else IMMUTABLE
         size = entry.size
         start, end, status = 0, size, 200
+        # An If-Range (apt sends its partial file's date) always holds: the file at a pool
+        # path never changes, its name holds its digest; so a range is answered as asked.
         wanted = headers.get(b"range")
         if wanted is not None:
             parsed = _range(wanted.decode("latin-1"), size)
@@ -249,7 +307,7 @@ class RepositoryApp:
             # lasts, where its download URL is good for one download.
             url = await self.served.blobs.signed_url(entry.sha256, REDIRECT_SECONDS)
             if url is not None:
-                await self._redirect(send, entry, url)
+                await self._redirect(send, entry, url, count)
                 return
         zero_copy = (
             self.zero_copy
@@ -258,7 +316,7 @@ class RepositoryApp:
         )
         local = self.served.blobs.local_path(entry.sha256) if zero_copy else None
         if local is not None:
-            await self._send_file(send, entry, out, local)
+            await self._send_file(send, entry, out, local, count)
             return
         async with _Watch(receive) as client:
             await send({"type": "http.response.start", "status": status, "headers": out})
@@ -272,15 +330,19 @@ class RepositoryApp:
                 # failed commit ends the response short, so the client asks again.
                 await send({"type": "http.response.body", "body": held[:-1], "more_body": True})
                 if not await client.gone():
-                    await self.on_download(entry, 1)
+                    try:
+                        await count(entry, 1)
+                    except GrantRefused as refused:
+                        log.warning("a paid download ended one byte short: %s", refused)
+                        return
                 held = held[-1:]
             await send({"type": "http.response.body", "body": held})
 
-    async def _redirect(self, send: Send, entry: PoolEntry, url: str) -> None:
+    async def _redirect(self, send: Send, entry: PoolEntry, url: str, count: DownloadHook) -> None:
         """A whole download sent to the object's presigned address, counted when redirected
         (taken back when the redirect cannot be sent): whether the client then fetches the
         object is not known here."""
-        await self.on_download(entry, 1)
+        await count(entry, 1)
         sent = False
         try:
             headers = [
@@ -293,7 +355,7 @@ class RepositoryApp:
             sent = True
         finally:
             if not sent:
-                await asyncio.shield(self.on_download(entry, -1))
+                await asyncio.shield(count(entry, -1))
 
     async def _send_file(
         self,
@@ -301,6 +363,7 @@ class RepositoryApp:
         entry: PoolEntry,
         headers: list[tuple[bytes, bytes]],
         path: Path,
+        count: DownloadHook,
     ) -> None:
         """A whole file in one message the server sends from disk (zero copy), counted first.
 
@@ -310,7 +373,11 @@ class RepositoryApp:
         server that would not tell of a client that left later anyway): a download
         handed to the server is counted.
         """
-        await self.on_download(entry, 1)
+        try:
+            await count(entry, 1)
+        except GrantRefused as refused:  # its download URL's file went out whole meanwhile
+            await _plain(send, 410, str(refused))
+            return
         sent = False
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -318,7 +385,7 @@ class RepositoryApp:
             sent = True
         finally:
             if not sent:
-                await asyncio.shield(self.on_download(entry, -1))
+                await asyncio.shield(count(entry, -1))
 
 
 class _Watch:

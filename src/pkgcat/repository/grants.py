@@ -13,10 +13,27 @@ under the per-database download key (sealed in the database, see
 proves only that this server made it for this path until then.
 
 A request with one is checked (:meth:`Grants.check`: form, expiry, MAC in
-constant time, all without the database) and then spent (:meth:`Grants.spend`):
-one insert of the grant's id, whose primary key lets exactly one request of all
-workers and hosts through. A replayed, altered, expired or foreign URL is
-refused with the reason.
+constant time, all without the database) and then claimed
+(:func:`pkgcat.storage.served.claim_grant`): one insert of the grant's id, whose
+primary key lets exactly one request of all workers and hosts through, and in
+the same transaction a row that binds the claim to that request's client
+(:meth:`Grants.claim_id`). A download cut short is resumed on the same URL: apt
+asks again with ``Range: bytes=N-`` once it holds part of a file (methods/http.cc,
+``HttpMethod::SendReq``: ``if (Server->RangesAllowed && stat(Itm->DestFile...) >= 0
+&& SBuf.st_size > 0) Req << "Range: bytes=" ... << "If-Range: " ...``), and that
+request is let through only for the client that claimed it, until the file has
+gone out whole once (:meth:`Grants.done_id`, inserted before the last byte is
+sent, so it is counted once). A ``HEAD`` claims nothing. A replayed, altered,
+expired or foreign URL is refused with the reason.
+
+What a resume must match: the claim's client address (its /64 for IPv6, behind
+``PKGCAT_TRUSTED_PROXIES`` the address they forward) and its ``User-Agent``,
+exactly. apt presents nothing else of its own again: it keeps no cookie, and its
+``If-Range`` is a date (the partial file's mtime), not a value a server could
+make secret. Both are kept only as a MAC under the download key, so the table
+holds no address. The User-Agent is no secret (one apt version sends one string):
+the address is what binds, and a second device behind the buyer's address holding
+the URL could resume it too, until the file has gone out whole once.
 """
 
 from __future__ import annotations
@@ -56,6 +73,19 @@ class Grants:
         message = f"{path}\n{grant_id}\n{expires}".encode()
         digest = hmac.new(self._key, message, hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    def claim_id(self, grant: Grant, client: str, agent: str) -> str:
+        """The row that binds a claimed grant to its client: 128 bits of a MAC, the width of a
+        grant's id, so that it shares the grants' table (and their purge) with no migration."""
+        return self._row("claim", grant.grant_id, client, agent)
+
+    def done_id(self, grant: Grant) -> str:
+        """The row that says a grant's file has gone out whole: its download was counted."""
+        return self._row("done", grant.grant_id)
+
+    def _row(self, *parts: str) -> str:
+        message = "\n".join(parts).encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()[:32]
 
     def make(self, path: str, now: int) -> str:
         """A URL (path and query) that downloads ``path`` once, until ``now`` + the lifetime."""

@@ -36,7 +36,13 @@ from pkgcat.repository.indexes import (
 from pkgcat.repository.keys import NoPassphrase, Signers, clearsign, detach_sign, download_key
 from pkgcat.repository.ondisk import IndexDirectory
 from pkgcat.storage.blobs import BlobStore, default_blob_dir
-from pkgcat.storage.served import read_served, spend_grant
+from pkgcat.storage.served import (
+    claim_grant,
+    finish_grant,
+    peek_grant,
+    read_served,
+    unfinish_grant,
+)
 
 log = logging.getLogger("pkgcat.repository")
 
@@ -187,12 +193,31 @@ class ServedRepository:
             raise NoPassphrase
         return grants.make(path, int(self._clock()))
 
-    async def spend(self, grant: Grant) -> bool:
-        """Use a checked grant up; False when any process used it before."""
+    async def claim(self, grants: Grants, grant: Grant, client: str, agent: str) -> str:
+        """Claim a checked grant for ``client`` with ``agent``: ``"first"``, ``"again"`` (the
+        same client resuming its download) or ``"spent"`` (see :func:`claim_grant`)."""
         now = int(self._clock())
+        claim, done = grants.claim_id(grant, client, agent), grants.done_id(grant)
         return await anyio.to_thread.run_sync(
-            spend_grant, self.engine(), grant.grant_id, grant.expires_at, now
+            claim_grant, self.engine(), grant.grant_id, claim, done, grant.expires_at, now
         )
+
+    async def peek(self, grants: Grants, grant: Grant, client: str, agent: str) -> str:
+        """What :meth:`claim` would answer, claiming nothing (a ``HEAD``)."""
+        claim, done = grants.claim_id(grant, client, agent), grants.done_id(grant)
+        return await anyio.to_thread.run_sync(
+            peek_grant, self.engine(), grant.grant_id, claim, done
+        )
+
+    async def finish(self, grants: Grants, grant: Grant) -> bool:
+        """Mark the grant's file as gone out whole; False when another request did first."""
+        done = grants.done_id(grant)
+        return await anyio.to_thread.run_sync(finish_grant, self.engine(), done, grant.expires_at)
+
+    async def unfinish(self, grants: Grants, grant: Grant) -> None:
+        """Take :meth:`finish` back: that download was not counted, or not sent."""
+        done = grants.done_id(grant)
+        await anyio.to_thread.run_sync(unfinish_grant, self.engine(), done)
 
     def now(self) -> int:
         return int(self._clock())

@@ -289,7 +289,9 @@ download_grants = Table(
     Column("grant_id", String(32), primary_key=True),
     Column("expires_at", BigInteger, nullable=False, index=True),
 )
-"""Signed download URLs already used: each is honoured once, on every worker and host."""
+"""Signed download URLs already claimed: each is honoured for one client, on every worker
+and host. Beside each grant's row, rows keyed by MACs of it: the client that claimed it and,
+once its file went out whole, that it is done (:mod:`pkgcat.repository.grants`)."""
 
 _SEQ = BigInteger().with_variant(Integer(), "sqlite")  # SQLite numbers only INTEGER keys itself
 

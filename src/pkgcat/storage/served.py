@@ -137,18 +137,59 @@ def read_served(engine: Engine) -> Snapshot:
     return Snapshot(int(generation), files, int(keys_changed or 0), int(began or 0))
 
 
-def spend_grant(engine: Engine, grant_id: str, expires_at: int, now: int) -> bool:
-    """Record a download grant as used; False when it was used already (by any process).
+def claim_grant(
+    engine: Engine, grant_id: str, claim_id: str, done_id: str, expires_at: int, now: int
+) -> str:
+    """Claim a download grant for one client: ``"first"``, ``"again"`` or ``"spent"``.
 
-    The primary key decides: of two requests with the same grant, on any worker
-    or host, exactly one inserts the row. Grants expired for a day are purged
-    on the way, so the table holds about a day of downloads of paid packages.
+    ``"first"``: no process had it; its row and the client's claim row are inserted in one
+    transaction. The primary key decides: of two requests with the same grant, on any
+    worker or host, exactly one inserts the row. ``"again"``: the client that claimed it
+    (``claim_id``, see :meth:`pkgcat.repository.grants.Grants.claim_id`) asks again
+    (a resume) and its file has not gone out whole (no ``done_id`` row). ``"spent"``:
+    claimed by another client, or done. Grants expired for a day are purged on the way,
+    so the table holds about a day of downloads of paid packages.
     """
     g = t.download_grants
     try:
         with engine.begin() as db:
             db.execute(insert(g).values(grant_id=grant_id, expires_at=expires_at))
+            db.execute(insert(g).values(grant_id=claim_id, expires_at=expires_at))
             db.execute(delete(g).where(g.c.expires_at < now - 86_400))
+    except IntegrityError:
+        # Claimed already: the claim committed with its grant's row, so it is seen here.
+        return "again" if peek_grant(engine, grant_id, claim_id, done_id) == "again" else "spent"
+    return "first"
+
+
+def peek_grant(engine: Engine, grant_id: str, claim_id: str, done_id: str) -> str:
+    """What :func:`claim_grant` would say, without claiming: ``"first"``, ``"again"`` or
+    ``"spent"`` (a ``HEAD`` of a download URL asks this)."""
+    g = t.download_grants
+    with engine.connect() as db:
+        rows = set(
+            db.execute(
+                select(g.c.grant_id).where(g.c.grant_id.in_([grant_id, claim_id, done_id]))
+            ).scalars()
+        )
+    if grant_id not in rows:
+        return "first"
+    return "again" if claim_id in rows and done_id not in rows else "spent"
+
+
+def finish_grant(engine: Engine, done_id: str, expires_at: int) -> bool:
+    """Mark a grant's file as gone out whole; False when a request marked it first."""
+    g = t.download_grants
+    try:
+        with engine.begin() as db:
+            db.execute(insert(g).values(grant_id=done_id, expires_at=expires_at))
     except IntegrityError:
         return False
     return True
+
+
+def unfinish_grant(engine: Engine, done_id: str) -> None:
+    """Take the mark back: the download it was for could not be counted or sent."""
+    g = t.download_grants
+    with engine.begin() as db:
+        db.execute(delete(g).where(g.c.grant_id == done_id))
