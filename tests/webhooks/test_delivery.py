@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import threading
@@ -22,7 +23,7 @@ from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.webhooks.delivery import Deliverer
 from pkgcat.webhooks.endpoints import Endpoints
-from pkgcat.webhooks.signing import new_secret
+from pkgcat.webhooks.signing import new_secret, seal_secret
 from tests.ingest.conftest import stanza, write_repo
 from tests.servers import environment
 from tests.webhooks.conftest import PASSPHRASE, Receiver, event_ids, import_sales, until
@@ -281,3 +282,28 @@ def test_test_events_redeliveries_and_the_log_from_the_command_line(
     unknown = pkgcat("redeliver", *app, "--event-id", "evt_nothing")
     assert unknown.exit_code == 1
     assert "no event 'evt_nothing' for this endpoint's source" in unknown.output
+
+
+def test_a_stored_secret_that_is_not_base64url_is_named_and_signs_nothing(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    receiver = receivers()
+    made = endpoints.create(1, receiver.url, ["sale.completed"]).endpoint
+    e = t.webhook_endpoints
+    with admin.engine.begin() as db:  # a row edited by hand: no secret pkgcat makes is so
+        sealed = seal_secret("whsec_not base64url!", PASSPHRASE)
+        db.execute(
+            e.update().where(e.c.endpoint_id == made.endpoint_id).values(sealed_secret=sealed)
+        )
+    import_sales(admin.engine, tmp_path, ["M-1"])
+    with caplog.at_level(logging.ERROR, logger="pkgcat.webhooks.delivery"):
+        deliverers()
+        until(lambda: "not whsec_ and base64url: roll it" in caplog.text, "the named problem")
+    assert f"webhook endpoint {made.endpoint_id}: the signing secret" in caplog.text
+    assert receiver.arrived == 0
+    assert "not base64url!" not in caplog.text  # the secret itself is never logged
