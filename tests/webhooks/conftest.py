@@ -50,6 +50,9 @@ class Receiver:
     status: int = 200
     hold: threading.Event | None = None
     got: list[Delivery] = field(default_factory=list)
+    """Requests answered with a 2xx."""
+    seen: list[Delivery] = field(default_factory=list)
+    """Every request received, whatever its answer (the failed attempts too)."""
     arrived: int = 0
     """Requests received, answered or not yet."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,6 +70,10 @@ class Receiver:
         with self.lock:
             return list(self.got)
 
+    def attempts(self) -> list[Delivery]:
+        with self.lock:
+            return list(self.seen)
+
 
 def _handler(receiver: Callable[[], Receiver]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
@@ -75,6 +82,7 @@ def _handler(receiver: Callable[[], Receiver]) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with me.lock:
                 me.arrived += 1
+                me.seen.append(Delivery(dict(self.headers.items()), body))
             if me.hold is not None:
                 me.hold.wait(30)
             status = me.status

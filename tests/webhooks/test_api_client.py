@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+import standardwebhooks
 
 from pkgcat.client import (
     AsyncClient,
@@ -18,6 +20,7 @@ from pkgcat.client import (
     InvalidArgumentError,
     NotFoundError,
     PermissionDeniedError,
+    webhooks,
 )
 from pkgcat.client.webhooks import verify
 from tests.client.conftest import BASE, KEY, Double, InProcess, Waits, answer, invoke, waits
@@ -129,20 +132,31 @@ def test_the_command_prints_the_secret_once_and_lists_without_it(
     served: Api, alpha: str, receivers: Callable[[], Receiver]
 ) -> None:
     transport = InProcess(served.http)
-    url = receivers().url
+    receiver = receivers()
     made = invoke(
-        transport, alpha, "webhook", "create", "--url", url, "--events", "sale.completed", "--json"
-    )
+        transport, alpha, "webhook", "create", "--url", receiver.url,
+        "--events", "sale.completed", "--json",
+    )  # fmt: skip
     assert made.exit_code == 0, made.output
     created = json.loads(made.stdout)
     secret, endpoint = created["secret"], created["endpoint"]["id"]
     assert secret.startswith("whsec_")
+    assert created["standard_secret"] == webhooks.standard_secret(secret)
     listed = invoke(transport, alpha, "webhook", "list")
     assert listed.exit_code == 0, listed.output
     assert endpoint in listed.stdout
     assert secret not in listed.output
     sent = invoke(transport, alpha, "webhook", "test", endpoint, "--event-type", "sale.completed")
     assert sent.exit_code == 0, sent.output
+    # The spelling printed is the one a Standard Webhooks library verifies the delivery with.
+    (delivery,) = receiver.answered()
+    library = standardwebhooks.Webhook(created["standard_secret"])
+    assert library.verify(delivery.body, delivery.headers)["test"] is True
+    rolled = invoke(transport, alpha, "webhook", "roll-secret", endpoint)
+    assert rolled.exit_code == 0, rolled.output
+    (shown,) = re.findall(r"shown once, store it now\): (\S+)", rolled.stdout)
+    (spelt,) = re.findall(r"for Standard Webhooks libraries: (\S+)", rolled.stdout)
+    assert spelt == webhooks.standard_secret(shown)
     log = invoke(transport, alpha, "webhook", "deliveries", endpoint, "--json")
     assert json.loads(log.stdout)["attempts"][0]["status"] == 200
     unknown = invoke(transport, alpha, "webhook", "delete", "we_nothing")

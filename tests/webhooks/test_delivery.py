@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
+import standardwebhooks
 from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
@@ -17,6 +23,7 @@ from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.webhooks.delivery import Deliverer
 from pkgcat.webhooks.endpoints import Endpoints
+from pkgcat.webhooks.signing import new_secret, seal_secret
 from tests.ingest.conftest import stanza, write_repo
 from tests.servers import environment
 from tests.webhooks.conftest import PASSPHRASE, Receiver, event_ids, import_sales, until
@@ -130,6 +137,84 @@ def test_an_endpoint_failing_for_the_whole_window_is_disabled(
     assert broken.arrived == arrived + 1
 
 
+def standard(secret: str) -> standardwebhooks.Webhook:
+    """The verifier of the Standard Webhooks specification's own Python library.
+
+    Its ``Webhook(secret)`` base64-decodes what follows ``whsec_``, and ``verify``
+    reads ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature`` (any case),
+    splits the signature on spaces and each part on ``,``, and compares every ``v1``
+    with the base64 HMAC-SHA256 of ``"{id}.{timestamp}.{body}"``, the timestamp within
+    five minutes (standard-webhooks/standard-webhooks, libraries/python/standardwebhooks/
+    webhooks.py: ``Webhook.__init__``, ``Webhook.verify``, ``Webhook.sign``).
+    """
+    return standardwebhooks.Webhook(webhooks.standard_secret(secret))
+
+
+def test_every_attempt_verifies_with_a_standard_webhooks_library_under_one_id(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    flaky = receivers()
+    flaky.status = 503
+    secret = endpoints.create(1, flaky.url, ["sale.completed"]).secret
+    import_sales(admin.engine, tmp_path, ["W-1"])
+    deliverers()
+    until(lambda: flaky.arrived >= 3, "three attempts")
+    flaky.status = 200
+    until(lambda: len(flaky.answered()) == 1, "the event once the receiver is up")
+    (stored,) = event_ids(admin.engine)
+    attempts = flaky.attempts()
+    assert len(attempts) >= 4
+    for attempt in attempts:
+        # The same webhook-id on every retry: the receivers' idempotency key.
+        assert attempt.headers["webhook-id"] == stored == attempt.headers["Pkgcat-Event-Id"]
+        assert standard(secret).verify(attempt.body, attempt.headers)["data"]["txn_id"] == "W-1"
+        # Both schemes sign the same attempt at the same time.
+        header = attempt.headers["Pkgcat-Signature"]
+        assert header.startswith(f"t={attempt.headers['webhook-timestamp']},")
+        assert webhooks.verify(attempt.body, header, secret)["id"] == stored
+        # The SDK takes the headers alone, and checks the Standard Webhooks scheme without
+        # Pkgcat-Signature, with the secret spelt either way.
+        theirs = {k: v for k, v in attempt.headers.items() if k != "Pkgcat-Signature"}
+        for spelling in (secret, webhooks.standard_secret(secret)):
+            assert webhooks.verify(attempt.body, theirs, spelling)["id"] == stored
+            assert webhooks.verify(attempt.body, attempt.headers, spelling)["id"] == stored
+    with pytest.raises(standardwebhooks.WebhookVerificationError, match="No matching signature"):
+        standard(new_secret()).verify(attempts[-1].body, attempts[-1].headers)
+
+
+def test_the_docs_standard_webhooks_receiver_verifies_a_real_delivery(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "webhooks.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "def handle" in b]
+    (shell,) = [b for b in re.findall(r"```sh\n(.*?)```", page, re.S) if "tr -- " in b]
+    namespace: dict[str, Any] = {}
+    exec(block, namespace)  # noqa: S102 - the documentation's own example, run as written
+    receiver = receivers()
+    secret = endpoints.create(1, receiver.url, ["sale.completed"]).secret
+    import_sales(admin.engine, tmp_path, ["DOC-1"])
+    deliverers()
+    until(lambda: len(receiver.answered()) == 1, "the event")
+    (delivery,) = receiver.answered()
+    event = namespace["handle"](delivery.body, delivery.headers, secret)
+    assert (event["id"], event["data"]["txn_id"]) == (delivery.headers["webhook-id"], "DOC-1")
+    with pytest.raises(standardwebhooks.WebhookVerificationError):
+        namespace["handle"](delivery.body + b" ", delivery.headers, secret)
+    for shown in [secret] + [new_secret() for _ in range(50)]:
+        spelt = subprocess.run(
+            ["sh", "-c", shell], env={"secret": shown}, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert namespace["standard_secret"](shown) == webhooks.standard_secret(shown) == spelt
+
+
 def test_during_a_roll_both_secrets_sign(
     admin: CatalogueAdmin,
     endpoints: Endpoints,
@@ -149,6 +234,8 @@ def test_during_a_roll_both_secrets_sign(
     assert header.count("v1=") == 2
     for secret in (made.secret, rolled.secret):
         assert webhooks.verify(delivery.body, header, secret)["data"]["txn_id"] == "R-1"
+        assert standard(secret).verify(delivery.body, delivery.headers)["data"]["txn_id"] == "R-1"
+    assert len(delivery.headers["webhook-signature"].split(" ")) == 2
 
 
 def test_test_events_redeliveries_and_the_log_from_the_command_line(
@@ -195,3 +282,28 @@ def test_test_events_redeliveries_and_the_log_from_the_command_line(
     unknown = pkgcat("redeliver", *app, "--event-id", "evt_nothing")
     assert unknown.exit_code == 1
     assert "no event 'evt_nothing' for this endpoint's source" in unknown.output
+
+
+def test_a_stored_secret_that_is_not_base64url_is_named_and_signs_nothing(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    receiver = receivers()
+    made = endpoints.create(1, receiver.url, ["sale.completed"]).endpoint
+    e = t.webhook_endpoints
+    with admin.engine.begin() as db:  # a row edited by hand: no secret pkgcat makes is so
+        sealed = seal_secret("whsec_not base64url!", PASSPHRASE)
+        db.execute(
+            e.update().where(e.c.endpoint_id == made.endpoint_id).values(sealed_secret=sealed)
+        )
+    import_sales(admin.engine, tmp_path, ["M-1"])
+    with caplog.at_level(logging.ERROR, logger="pkgcat.webhooks.delivery"):
+        deliverers()
+        until(lambda: "not whsec_ and base64url: roll it" in caplog.text, "the named problem")
+    assert f"webhook endpoint {made.endpoint_id}: the signing secret" in caplog.text
+    assert receiver.arrived == 0
+    assert "not base64url!" not in caplog.text  # the secret itself is never logged

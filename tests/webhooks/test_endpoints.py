@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
 from pkgcat.cli import app as cli
+from pkgcat.client import webhooks
 from pkgcat.net.addresses import Allowance
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
@@ -80,12 +82,19 @@ def test_the_operator_manages_endpoints_from_the_command_line(
                "--events", "sale.completed,sale.refunded", "--json")
     )  # fmt: skip
     assert made["secret"].startswith("whsec_")
+    # The same secret spelt in the standard base64 Standard Webhooks libraries decode.
+    assert made["standard_secret"] == webhooks.standard_secret(made["secret"])
     assert made["events"] == ["sale.completed", "sale.refunded"]
     listed = json.loads(pkgcat("webhook", "list", *app, "--json"))
     assert [(e["id"], e["enabled"]) for e in listed] == [(made["id"], True)]
     assert "secret" not in listed[0]
     rolled = json.loads(pkgcat("webhook", "roll-secret", *app, made["id"], "--json"))
     assert rolled["secret"] not in (made["secret"], None)
+    assert rolled["standard_secret"] == webhooks.standard_secret(rolled["secret"])
+    shown = pkgcat("webhook", "roll-secret", *app, made["id"])
+    (secret,) = re.findall(r"shown once, store it now\): (\S+)", shown)
+    (spelt,) = re.findall(r"for Standard Webhooks libraries: (\S+)", shown)
+    assert spelt == webhooks.standard_secret(secret)
     assert "disabled" in pkgcat("webhook", "update", *app, made["id"], "--disable")
     pkgcat("webhook", "delete", *app, made["id"])
     assert json.loads(pkgcat("webhook", "list", *app, "--json")) == []

@@ -1,7 +1,8 @@
 """``pkgcat client webhook``: the key's application's webhook endpoints, through the API.
 
 The key needs the ``webhooks`` scope. A signing secret is printed once, on
-stdout, by ``create`` and ``roll-secret``; nothing else prints or logs it.
+stdout, by ``create`` and ``roll-secret`` (as shown, and spelt for Standard Webhooks
+libraries); nothing else prints or logs it.
 Every write sends one ``Idempotency-Key`` with all its attempts (``--idempotency-key``,
 else a random one per run), so a retry changes nothing twice.
 """
@@ -17,6 +18,7 @@ from pkgcat.cli._tables import Column, print_rows
 from pkgcat.cli.client_config import Cursor, Limit, Options, Output, client_options
 from pkgcat.cli.client_render import canonical, print_json
 from pkgcat.client import WebhookAttempt, WebhookEndpoint, WebhookSecret
+from pkgcat.client.webhooks import standard_secret
 
 app = typer.Typer(
     help="Your application's webhook endpoints (a key with the webhooks scope).",
@@ -68,10 +70,12 @@ def _show_endpoints(endpoints: Sequence[WebhookEndpoint], output: Output) -> Non
 
 def _show_secret(made: WebhookSecret, output: Output) -> None:
     if output == "json":
-        print_json({"endpoint": made.endpoint, "secret": made.secret})
+        spelt = standard_secret(made.secret)
+        print_json({"endpoint": made.endpoint, "secret": made.secret, "standard_secret": spelt})
         return
     _show_endpoints([made.endpoint], "table")
     typer.echo(f"signing secret (shown once, store it now): {made.secret}")
+    typer.echo(f"the same, for Standard Webhooks libraries: {standard_secret(made.secret)}")
 
 
 def _show_attempts(attempts: Sequence[WebhookAttempt], output: Output) -> None:

@@ -3,7 +3,14 @@
 Every event has the same envelope::
 
     {"id": "evt_...", "type": "sale.completed", "created": "...", "source": "Alpha",
-     "test": false, "data": {...}}
+     "livemode": true, "test": false, "data": {...}}
+
+``livemode`` is false when no real money is behind the event, as Stripe's events
+say it (https://docs.stripe.com/api/events/object#event_object-livemode): a sale
+whose payment platform is ``test`` (the store's test mode, :mod:`pkgcat.store.payments`,
+or a purchase imported as such) and every sample event (``test``: true, sent by
+hand). It is read from the sale's stored platform, so a retry says what the first
+attempt said.
 
 ``created`` is written as the shape writes package dates. ``data`` of a
 ``sale.*`` event is the sale as ``source/sales.json`` shows it (the same in both
@@ -28,6 +35,7 @@ from pkgcat.domain import Purchase, Sale, Shape
 from pkgcat.storage import rows
 from pkgcat.storage.webhooks import StoredEvent
 from pkgcat.storage.writes.outbox import SALE_FACTS
+from pkgcat.store.payments import TestPlatform
 
 
 def _sale(stored: list[Any]) -> Sale:
@@ -59,8 +67,11 @@ def render(
     """The body posted for ``event``; ``package_row`` reads a package's current row, or None."""
     facts = event.data
     data: dict[str, Any]
+    livemode = not test
     if event.type.startswith("sale."):
-        data = models.sale_body(_sale(facts), zone)
+        sale = _sale(facts)
+        data = models.sale_body(sale, zone)
+        livemode = livemode and sale.purchase.payment_platform != TestPlatform.name
     else:
         row = package_row(facts["package"])
         data = dict(facts) if row is None else models.package_body(rows.package(row), shape, zone)
@@ -69,6 +80,7 @@ def render(
         "type": event.type,
         "created": models.moment(datetime.fromtimestamp(event.created_at, UTC), shape, zone),
         "source": source,
+        "livemode": livemode,
         "test": test,
         "data": data,
     }

@@ -43,7 +43,7 @@ from pkgcat.repository.keys import KeyProblem
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, StoredEvent, WebhookStore
 from pkgcat.webhooks.bodies import render
 from pkgcat.webhooks.endpoints import allowance
-from pkgcat.webhooks.signing import Opener, signature_header
+from pkgcat.webhooks.signing import Opener, SigningKey, signature_header, standard_headers
 
 if TYPE_CHECKING:
     from pkgcat.config import Settings
@@ -304,11 +304,11 @@ class Deliverer:
             disable_reason=reason,
         )
 
-    def _keys(self, endpoint: EndpointRecord) -> list[bytes]:
-        keys = [self._opener.open(endpoint.sealed_secret)]
+    def _keys(self, endpoint: EndpointRecord) -> list[SigningKey]:
+        keys = [SigningKey.of(self._opener.open(endpoint.sealed_secret))]
         until = endpoint.previous_until
         if endpoint.sealed_previous is not None and until is not None and until > time.time():
-            keys.append(self._opener.open(endpoint.sealed_previous))
+            keys.append(SigningKey.of(self._opener.open(endpoint.sealed_previous)))
         return keys
 
     def _fetcher(self) -> Fetcher:
@@ -319,14 +319,16 @@ class Deliverer:
                 self._fetchers.append(fetcher)
         return fetcher
 
-    def send(self, url: str, event: StoredEvent, body: bytes, keys: list[bytes]) -> Attempt:
-        """Post ``body`` once; the attempt as the log keeps it."""
+    def send(self, url: str, event: StoredEvent, body: bytes, keys: list[SigningKey]) -> Attempt:
+        """Post ``body`` once, signed both ways (:mod:`pkgcat.webhooks.signing`); the attempt
+        as the log keeps it."""
         now = int(time.time())
         headers = {
             "Content-Type": "application/json",
             "Pkgcat-Event-Id": event.event_id,
             "Pkgcat-Event-Type": event.type,
             "Pkgcat-Signature": signature_header(body, keys, now),
+            **standard_headers(event.event_id, body, keys, now),
         }
         started = time.monotonic()
         status: int | None = None

@@ -2,7 +2,7 @@
 
 Both are posted at once, outside an endpoint's order and cursor, signed like any
 delivery and logged with the endpoint's attempts; neither is retried. A test
-event has ``"test": true``, a sample body and an id of its own, and is not
+event has ``"test": true`` (and ``"livemode": false``), a sample body and an id of its own, and is not
 stored in the outbox: nothing about it needs a purchase or a package.
 """
 
