@@ -14,8 +14,10 @@ from pydantic import ValidationError
 from sqlalchemy import text
 
 from pkgcat.config import Settings
+from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
+from tests.ingest.test_operator_data import write_csv
 from tests.repository.test_served import stanzas
 from tests.store.conftest import Mailbox, store_settings
 from tests.store.sileo import Sileo
@@ -288,6 +290,64 @@ def test_every_field_the_store_reads_is_checked_in_every_event_it_acts_on(
 ) -> None:
     assert reason in str(_deliver(shop, event(kind, obj))["error"])
     assert _applied_events(database_url) == []
+
+
+def test_a_refund_or_dispute_never_changes_a_purchase_the_store_did_not_make(
+    shop: Api,
+    mailbox: tuple[Mailbox, int],
+    double: StripeDouble,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    """Purchases an operator imported under ``payment_platform: stripe`` are not the store's:
+    a signed refund naming their ``txn_id`` was applied to them (they became Refunded)."""
+    device, payment_id = _open_payment(shop, mailbox, double, "own@example.test")
+    engine = engine_for(database_url)
+    try:
+        buyer = (
+            engine.connect()
+            .execute(text("SELECT id FROM buyers WHERE email = 'own@example.test'"))
+            .scalar_one()
+        )
+        imported = {
+            "package": "com.alpha.paid", "source": "", "nickname": "elsewhere",
+            "status": "Completed", "total": "1.99", "commission": "0.30", "currency": "USD",
+            "date": "2024-03-10T12:00:00+00:00", "payment_platform": "stripe",
+        }  # fmt: skip
+        import_purchases(
+            engine,
+            write_csv(
+                tmp_path / "imported.csv",
+                [
+                    imported | {"txn_id": "pi_imported"},
+                    # Even one that names the store buyer's account, device and price.
+                    imported | {"txn_id": "pi_imported_as_buyer", "account": f"store-buyer-{buyer}",
+                                "udid": device.udid, "device_model": device.model},
+                ],
+            ),
+        )  # fmt: skip
+    finally:
+        engine.dispose()
+    for txn in ("pi_imported", "pi_imported_as_buyer"):
+        refund = {"id": f"ch_{txn}", "object": "charge", "payment_intent": txn, "refunded": True}
+        dispute = {"id": f"dp_{txn}", "object": "dispute", "payment_intent": txn}
+        assert _deliver(shop, event("charge.refunded", refund))["applied"] is True
+        assert _deliver(shop, event("charge.dispute.created", dispute))["applied"] is True
+    assert _ledger(database_url, "elsewhere") == [
+        ("Completed", "pi_imported"),
+        ("Completed", "pi_imported_as_buyer"),
+    ]
+    assert device.package_info("com.alpha.paid").json()["purchased"] is True  # the import owns
+    # The store's own purchase still follows its platform's events.
+    assert _deliver(shop, event("checkout.session.completed", _session(payment_id)))["applied"]
+    refund = {
+        "id": "ch_own",
+        "object": "charge",
+        "payment_intent": "pi_test_shape",
+        "refunded": True,
+    }
+    assert _deliver(shop, event("charge.refunded", refund))["applied"] is True
+    assert _ledger(database_url, "own@example.test") == [("Refunded", "pi_test_shape")]
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    String,
+    and_,
+    cast,
+    delete,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from pkgcat.storage import schema as t
@@ -71,9 +84,12 @@ class StorePurchase:
     purchased_at: int
 
 
+ACCOUNT_PREFIX = "store-buyer-"
+
+
 def account_of(buyer_id: int) -> str:
     """The ``account`` of a store buyer's purchases: how ownership finds them again."""
-    return f"store-buyer-{buyer_id}"
+    return f"{ACCOUNT_PREFIX}{buyer_id}"
 
 
 def save_code(engine: Engine, email: str, code_hash: str, expires_at: int) -> None:
@@ -279,17 +295,28 @@ def start_payment(
         )
 
 
-def complete_payment(db: Connection, payment_id: str, txn_id: str, now: int) -> bool:
+def _payment(payment_id: str, platform: str | None) -> ColumnElement[bool]:
+    """The store payment ``payment_id``, still open, of ``platform`` when one is named."""
+    s = t.store_payments
+    return and_(
+        s.c.id == payment_id,
+        s.c.status == "open",
+        *([] if platform is None else [s.c.platform == platform]),
+    )
+
+
+def complete_payment(
+    db: Connection, payment_id: str, txn_id: str, now: int, *, platform: str | None = None
+) -> bool:
     """Mark an open payment completed and record its purchase, on the caller's transaction.
 
-    False (and nothing written) when the payment is unknown or no longer open:
-    a completion told twice changes the ledger once.
+    False (and nothing written) when the payment is unknown, no longer open, or of
+    another platform than ``platform`` (a platform's event completes its own payments
+    only): a completion told twice changes the ledger once.
     """
     s = t.store_payments
     done = db.execute(
-        update(s)
-        .where(s.c.id == payment_id, s.c.status == "open")
-        .values(status="completed", completed_at=now)
+        update(s).where(_payment(payment_id, platform)).values(status="completed", completed_at=now)
     )
     if done.rowcount != 1:
         return False
@@ -323,26 +350,60 @@ def fail_payment(engine: Engine, payment_id: str) -> None:
         fail_open_payment(db, payment_id)
 
 
-def fail_open_payment(db: Connection, payment_id: str) -> bool:
-    """:func:`fail_payment` on the caller's transaction; False when it was not open."""
+def fail_open_payment(db: Connection, payment_id: str, platform: str | None = None) -> bool:
+    """:func:`fail_payment` on the caller's transaction; False when it was not open (or is
+    of another platform than ``platform``)."""
     s = t.store_payments
-    done = db.execute(
-        update(s).where(s.c.id == payment_id, s.c.status == "open").values(status="failed")
-    )
+    done = db.execute(update(s).where(_payment(payment_id, platform)).values(status="failed"))
     return done.rowcount == 1
+
+
+def _written_by_the_store() -> ColumnElement[bool]:
+    """Whether a ``purchases`` row is one :func:`complete_payment` wrote, not an imported one.
+
+    No column of ``purchases`` says who wrote a row (an import may name any
+    ``payment_platform``, ``txn_id`` and even a store buyer's ``account``), so the row
+    is matched to the completed store payment it was written from: the same buyer
+    (its account), device, source, package, amount, currency and platform, and the
+    completion's time as the purchase's.
+    """
+    u, s = t.purchases, t.store_payments
+    return (
+        select(s.c.id)
+        .where(
+            s.c.status == "completed",
+            s.c.platform == u.c.payment_platform,
+            u.c.account == literal(ACCOUNT_PREFIX) + cast(s.c.buyer_id, String),
+            s.c.udid == u.c.udid,
+            s.c.model == u.c.device_model,
+            s.c.source_id == u.c.source_id,
+            s.c.package_id.is_not_distinct_from(u.c.package_id),
+            s.c.amount == u.c.total,
+            s.c.currency == u.c.currency,
+            s.c.completed_at == u.c.purchased_at,
+        )
+        .exists()
+    )
 
 
 def record_refund(db: Connection, platform: str, txn_id: str, status: str) -> bool:
     """A store purchase refunded or charged back (``status``), on the caller's transaction.
 
     The one place a store purchase changes status after its sale: whatever must
-    happen with a refund in the same transaction belongs here. False when no
-    purchase of that platform and reference is in another status.
+    happen with a refund in the same transaction belongs here. Only a purchase the
+    store itself made through its checkout changes: one an operator imported, with
+    the same platform and reference, is left as it is (:func:`_written_by_the_store`).
+    False when no store purchase of that platform and reference is in another status.
     """
     u = t.purchases
     done = db.execute(
         update(u)
-        .where(u.c.payment_platform == platform, u.c.txn_id == txn_id, u.c.status != status)
+        .where(
+            u.c.payment_platform == platform,
+            u.c.txn_id == txn_id,
+            u.c.status != status,
+            _written_by_the_store(),
+        )
         .values(status=status)
     )
     if done.rowcount == 0:

@@ -317,13 +317,17 @@ class Store:
 
 
 def _stripe_effect(change: Change, now: int) -> Callable[[Connection], object]:
-    """What a Stripe event does to the ledger, as a function of the transaction that applies it."""
+    """What a Stripe event does to the ledger, as a function of the transaction that applies it.
+
+    Only the store's own payments and the purchases they wrote are changed: a payment of
+    another platform, or a purchase an operator imported under ``stripe``, is left alone.
+    """
     if change.kind == "complete":
         return lambda connection: db.complete_payment(
-            connection, change.payment_id, change.txn_id, now
+            connection, change.payment_id, change.txn_id, now, platform="stripe"
         )
     if change.kind == "fail":
-        return lambda connection: db.fail_open_payment(connection, change.payment_id)
+        return lambda connection: db.fail_open_payment(connection, change.payment_id, "stripe")
     status = "Refunded" if change.kind == "refund" else "Chargeback"
     return lambda connection: db.record_refund(connection, "stripe", change.txn_id, status)
 

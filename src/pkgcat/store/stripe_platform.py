@@ -17,7 +17,8 @@ applied once (its id recorded in the same transaction):
   purchase is recorded, with the PaymentIntent's id as ``txn_id``;
 - ``checkout.session.expired`` and ``checkout.session.async_payment_failed``:
   the payment fails, nothing is owned;
-- ``charge.refunded`` (fully): the purchase becomes Refunded;
+- ``charge.refunded`` (fully): the purchase becomes Refunded (a purchase the store made, never an
+  imported one: :func:`pkgcat.storage.store.record_refund`);
   ``charge.dispute.created``: Chargeback.
 
 A signed event is still read as data from outside: its envelope (``id``,
