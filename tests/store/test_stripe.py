@@ -56,7 +56,8 @@ def _ledger(database_url: str, email: str) -> list[tuple[str, str]]:
     try:
         with engine.connect() as db:
             rows = db.execute(
-                text("SELECT status, txn_id FROM purchases WHERE nickname = :e"), {"e": email}
+                text("SELECT status, txn_id FROM purchases WHERE nickname = :e ORDER BY txn_id"),
+                {"e": email},
             )
             return [(row.status, row.txn_id) for row in rows]
     finally:
@@ -292,61 +293,73 @@ def test_every_field_the_store_reads_is_checked_in_every_event_it_acts_on(
     assert _applied_events(database_url) == []
 
 
-def test_a_refund_or_dispute_never_changes_a_purchase_the_store_did_not_make(
+IMPORTED = {
+    "package": "com.alpha.paid", "source": "", "nickname": "elsewhere", "status": "Completed",
+    "total": "1.99", "commission": "0.30", "currency": "USD",
+    "date": "2024-03-10T12:00:00+00:00", "payment_platform": "stripe",
+}  # fmt: skip
+"""A purchase an operator imports from another storefront that also took it through Stripe."""
+
+
+def test_the_platform_s_events_and_imported_purchases_never_touch_each_other(
     shop: Api,
     mailbox: tuple[Mailbox, int],
     double: StripeDouble,
     database_url: str,
     tmp_path: Path,
 ) -> None:
-    """Purchases an operator imported under ``payment_platform: stripe`` are not the store's:
-    a signed refund naming their ``txn_id`` was applied to them (they became Refunded)."""
+    """A signed refund naming the ``txn_id`` of a purchase imported under ``payment_platform:
+    stripe`` made it Refunded; a completion whose PaymentIntent an imported purchase had was a
+    500 (the unique ``txn_id``). Neither changes an imported purchase now."""
     device, payment_id = _open_payment(shop, mailbox, double, "own@example.test")
     engine = engine_for(database_url)
     try:
-        buyer = (
-            engine.connect()
-            .execute(text("SELECT id FROM buyers WHERE email = 'own@example.test'"))
-            .scalar_one()
+        with engine.connect() as db:
+            buyer = db.execute(
+                text("SELECT id FROM buyers WHERE email = 'own@example.test'")
+            ).scalar_one()
+        rows = [
+            IMPORTED | {"txn_id": "pi_imported"},
+            # Even one that names the store buyer's account and device.
+            IMPORTED | {"txn_id": "pi_imported_as_buyer", "account": f"store-buyer-{buyer}",
+                        "udid": device.udid, "device_model": device.model},
+            IMPORTED | {"txn_id": "pi_test_shape"},  # the PaymentIntent the store's session gets
+        ]  # fmt: skip
+        import_purchases(engine, write_csv(tmp_path / "imported.csv", rows))
+        for txn in ("pi_imported", "pi_imported_as_buyer"):
+            refund = {
+                "id": f"ch_{txn}",
+                "object": "charge",
+                "payment_intent": txn,
+                "refunded": True,
+            }
+            dispute = {"id": f"dp_{txn}", "object": "dispute", "payment_intent": txn}
+            assert _deliver(shop, event("charge.refunded", refund))["applied"] is True
+            assert _deliver(shop, event("charge.dispute.created", dispute))["applied"] is True
+        assert _ledger(database_url, "elsewhere") == [
+            ("Completed", "pi_imported"),
+            ("Completed", "pi_imported_as_buyer"),
+            ("Completed", "pi_test_shape"),
+        ]
+        completion = event_body("checkout.session.completed", _session(payment_id))
+        completed = json.dumps(completion).encode()
+        answer = shop.http.post(
+            f"{BASE}stripe/webhook",
+            content=completed,
+            headers={"stripe-signature": signed(completed, SECRET)},
         )
-        imported = {
-            "package": "com.alpha.paid", "source": "", "nickname": "elsewhere",
-            "status": "Completed", "total": "1.99", "commission": "0.30", "currency": "USD",
-            "date": "2024-03-10T12:00:00+00:00", "payment_platform": "stripe",
-        }  # fmt: skip
-        import_purchases(
-            engine,
-            write_csv(
-                tmp_path / "imported.csv",
-                [
-                    imported | {"txn_id": "pi_imported"},
-                    # Even one that names the store buyer's account, device and price.
-                    imported | {"txn_id": "pi_imported_as_buyer", "account": f"store-buyer-{buyer}",
-                                "udid": device.udid, "device_model": device.model},
-                ],
-            ),
-        )  # fmt: skip
+        assert answer.status_code == 409, answer.text
+        assert "pi_test_shape is already the txn_id of another purchase" in answer.json()["error"]
+        assert completion["id"] not in _applied_events(database_url)
+        assert _ledger(database_url, "own@example.test") == []
+        with engine.begin() as db:  # the operator settles whose reference it is
+            db.execute(text("DELETE FROM purchases WHERE txn_id = 'pi_test_shape'"))
     finally:
         engine.dispose()
-    for txn in ("pi_imported", "pi_imported_as_buyer"):
-        refund = {"id": f"ch_{txn}", "object": "charge", "payment_intent": txn, "refunded": True}
-        dispute = {"id": f"dp_{txn}", "object": "dispute", "payment_intent": txn}
-        assert _deliver(shop, event("charge.refunded", refund))["applied"] is True
-        assert _deliver(shop, event("charge.dispute.created", dispute))["applied"] is True
-    assert _ledger(database_url, "elsewhere") == [
-        ("Completed", "pi_imported"),
-        ("Completed", "pi_imported_as_buyer"),
-    ]
-    assert device.package_info("com.alpha.paid").json()["purchased"] is True  # the import owns
-    # The store's own purchase still follows its platform's events.
-    assert _deliver(shop, event("checkout.session.completed", _session(payment_id)))["applied"]
-    refund = {
-        "id": "ch_own",
-        "object": "charge",
-        "payment_intent": "pi_test_shape",
-        "refunded": True,
-    }
-    assert _deliver(shop, event("charge.refunded", refund))["applied"] is True
+    # Stripe's retry completes the store's own payment, which follows its platform's events.
+    assert _deliver(shop, completed)["applied"] is True
+    refund = {"id": "ch_own", "object": "charge", "payment_intent": "pi_test_shape"}
+    assert _deliver(shop, event("charge.refunded", refund | {"refunded": True}))["applied"]
     assert _ledger(database_url, "own@example.test") == [("Refunded", "pi_test_shape")]
 
 

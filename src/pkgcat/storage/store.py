@@ -40,6 +40,12 @@ COMPLETED = "Completed"
 """The status of an owning purchase in ``purchases`` (as imported purchases spell it)."""
 
 
+class TxnTaken(Exception):
+    """A store sale whose ``txn_id`` another purchase (an imported one) already has: the
+    payment stays open and nothing is written, so the platform's retry applies it once the
+    operator has settled which purchase the reference belongs to."""
+
+
 @dataclass(frozen=True, slots=True)
 class TokenRecord:
     """A device's sign-in, as stored."""
@@ -439,8 +445,12 @@ def record_purchase(db: Connection, purchase: StorePurchase) -> None:
     account, the device), and the device registered for the buyer in
     ``buyer_devices``, so buyers, check, sales and usage see it with no path of
     their own. This is the one place a store sale is written: whatever must
-    happen with a sale in the same transaction belongs here.
+    happen with a sale in the same transaction belongs here. :class:`TxnTaken` when
+    another purchase has its ``txn_id`` (the caller's transaction then rolls back).
     """
+    u = t.purchases
+    if db.execute(select(u.c.id).where(u.c.txn_id == purchase.txn_id)).first() is not None:
+        raise TxnTaken(purchase.txn_id)
     db.execute(
         insert(t.purchases).values(
             source_id=purchase.source_id,

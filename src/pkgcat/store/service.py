@@ -297,7 +297,8 @@ class Store:
         """Apply a Stripe webhook's event, once; False when it was applied before.
 
         StoreError (400) for a body whose signature does not verify, whose timestamp is
-        out of the tolerance either way, or whose shape is not Stripe's: nothing applied.
+        out of the tolerance either way, or whose shape is not Stripe's; 409 for a
+        completion whose PaymentIntent another purchase already names: nothing applied.
         """
         if self._webhook_secret is None:
             raise StoreError("Stripe is not this store's payment platform", 404)
@@ -310,7 +311,15 @@ class Store:
         if event.change is None:
             return False  # an event the store does not act on
         effect = _stripe_effect(event.change, self.now())
-        return await self._run(db.apply_event, event.id, self.now(), effect)
+        try:
+            return await self._run(db.apply_event, event.id, self.now(), effect)
+        except db.TxnTaken as taken:
+            # Nothing applied: Stripe retries, and applies it once the operator has settled it.
+            raise StoreError(
+                f"the payment's reference {taken} is already the txn_id of another purchase "
+                "(an imported one?); nothing was applied",
+                409,
+            ) from None
 
     async def close(self) -> None:
         await self._limiter.close()
