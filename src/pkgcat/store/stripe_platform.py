@@ -5,9 +5,10 @@ configured per instance: no global key) for the package's price, with the
 store's payment id as ``client_reference_id``; the device opens its page, and
 the page returns to the store, which hands back to Sileo
 (``sileo://payment_completed``). Nothing is owned until Stripe says so, through
-a webhook that the store verifies with Stripe's own scheme
-(``stripe.Webhook.construct_event``: the ``Stripe-Signature`` header's
-timestamp and HMAC-SHA256 under the endpoint's secret, within five minutes).
+a webhook that the store verifies with Stripe's own scheme (the library's
+``WebhookSignature.verify_header``: the ``Stripe-Signature`` header's HMAC-SHA256
+of its timestamp and the body under the endpoint's secret), its timestamp within
+five minutes of the store's clock either way (:func:`verified_event`).
 
 Events and their effect on the ledger (:mod:`pkgcat.storage.store`), each event
 applied once (its id recorded in the same transaction):
