@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from pkgcat.client import webhooks
 from pkgcat.ingest import ImportOptions, import_repository
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.webhooks import WebhookStore
 from pkgcat.webhooks.delivery import Deliverer
 from pkgcat.webhooks.endpoints import Endpoints
+from pkgcat.webhooks.signing import new_secret, seal_secret
 from tests.ingest.conftest import stanza, write_repo
 from tests.servers import environment
 from tests.webhooks.conftest import PASSPHRASE, Receiver, event_ids, import_sales, until
@@ -195,3 +198,34 @@ def test_test_events_redeliveries_and_the_log_from_the_command_line(
     unknown = pkgcat("redeliver", *app, "--event-id", "evt_nothing")
     assert unknown.exit_code == 1
     assert "no event 'evt_nothing' for this endpoint's source" in unknown.output
+
+
+def test_an_endpoint_stored_with_a_name_dns_cannot_carry_fails_its_attempts_and_holds_none_back(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    store: WebhookStore,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    """An address stored before its name was checked (a label of 300 octets): each attempt is
+    logged as failed with no answer. Before, the resolver's UnicodeError escaped the fetcher's
+    errors: the sender failed and no attempt was logged."""
+    healthy = receivers()
+    endpoints.create(2, healthy.url, ["sale.completed"])
+    store.create(
+        application_id=1,
+        url="https://" + "a" * 300 + ".example/hook",
+        events=["sale.completed"],
+        sealed_secret=seal_secret(new_secret(), PASSPHRASE),
+        now=int(time.time()),
+    )
+    import_sales(admin.engine, tmp_path, ["N-1", "N-2"])
+    deliverers()
+    until(lambda: failed_attempts(admin) >= 2, "two failed attempts")
+    until(lambda: len(healthy.answered()) == 2, "the healthy endpoint's events")
+    a = t.webhook_attempts
+    with admin.engine.connect() as db:
+        failed = db.execute(select(a.c.status, a.c.response).where(a.c.ok.is_(False))).all()
+    assert {status for status, _ in failed} == {None}  # no answer: nothing was sent
+    assert all(said.startswith("https://aaaa") for _, said in failed)
