@@ -219,8 +219,9 @@ MALFORMED: list[tuple[Callable[[dict[str, Any]], object], str]] = [
     ),
     (lambda e: e | {"data": {}}, "data.object is missing"),
     (lambda e: e | {"id": 7}, "the event's id must be a string"),
+    (lambda e: e | {"id": ""}, "the event's id must not be empty"),
     (lambda e: {k: v for k, v in e.items() if k != "id"}, "the event's id is missing"),
-    (lambda e: e | {"id": "evt_" + "x" * 300}, "the event's id string should have at most 255"),
+    (lambda e: e | {"id": "evt_" + "x" * 300}, "the event's id must be at most 255 characters"),
     (lambda e: e | {"type": ["checkout.session.completed"]}, "the event's type must be a string"),
     (lambda e: [e], "the event must be a JSON object"),
     (
@@ -231,7 +232,7 @@ MALFORMED: list[tuple[Callable[[dict[str, Any]], object], str]] = [
         lambda e: (
             e | {"data": {"object": e["data"]["object"] | {"payment_intent": "pi_" + "9" * 200}}}
         ),
-        "data.object.payment_intent string should have at most 128",
+        "data.object.payment_intent must be at most 128 characters",
     ),
     (
         lambda e: e | {"data": {"object": e["data"]["object"] | {"client_reference_id": 12}}},
@@ -243,7 +244,7 @@ MALFORMED: list[tuple[Callable[[dict[str, Any]], object], str]] = [
     ),
     (
         lambda e: e | {"data": {"object": e["data"]["object"] | {"object": "charge"}}},
-        "data.object.object input should be 'checkout.session'",
+        "data.object.object must be 'checkout.session'",
     ),
 ]
 

@@ -178,6 +178,9 @@ _WHAT = {
     "model_type": "must be a JSON object",
     "string_type": "must be a string",
     "bool_type": "must be true or false",
+    "literal_error": "must be {expected}",
+    "string_too_long": "must be at most {max_length} characters",
+    "string_too_short": "must not be empty",
 }
 
 
@@ -188,7 +191,8 @@ def _read(model: type[_Read], value: object, where: str) -> Any:
     except ValidationError as error:
         first = error.errors(include_url=False, include_input=False)[0]
         field = ".".join([where, *map(str, first["loc"])]).strip(".")
-        what = _WHAT.get(first["type"], first["msg"][:1].lower() + first["msg"][1:])
+        known = _WHAT.get(first["type"])
+        what = known.format(**first.get("ctx", {})) if known else first["msg"]
         raise ValueError(f"the event's {field} {what}" if field else f"the event {what}") from None
 
 
