@@ -160,6 +160,36 @@ def test_tls_names_the_host_while_connecting_to_its_checked_address(
     assert server.hosts == [f"localhost:{server.port}"]
 
 
+OVERLONG = [
+    ("a" * 300 + ".example", "is 300 octets long; DNS allows 63"),
+    (".".join(["a" * 60] * 5), "the host name is 304 octets long; DNS allows 253"),
+    ("a..example", "an empty label"),
+    ("xn--zz.example", "is not a valid IDNA A-label"),
+    ("é" * 70 + ".example", "not an address"),
+]
+"""Names the standard library's resolver would answer with UnicodeError, or DNS cannot carry."""
+
+
+@BOTH
+@pytest.mark.parametrize(("host", "reason"), OVERLONG)
+def test_a_name_dns_cannot_carry_is_refused_before_any_lookup(
+    monkeypatch: pytest.MonkeyPatch,
+    connect_attempts: list[tuple[str, int]],
+    get: Callable[..., Answer],
+    host: str,
+    reason: str,
+) -> None:
+    looked_up: list[str] = []
+    monkeypatch.setattr("socket.getaddrinfo", lambda name, *_a, **_k: looked_up.append(name))
+    url = f"https://{host}/dists/stable/Release"
+    with pytest.raises(OutboundError) as refused:
+        get(Policy(), url)
+    assert str(refused.value).startswith(f"{url}: ")
+    assert reason in str(refused.value)
+    assert looked_up == []
+    assert connect_attempts == []
+
+
 # Redirects -------------------------------------------------------------------------------------
 
 
@@ -188,6 +218,15 @@ def test_redirects_are_followed_only_where_the_caller_allows(
         get(policy, start.url(), follow=lambda url: url.port == start.port)
     assert target.connections == 0
     assert get(policy, start.url(), follow=follow_any).content == b"there"
+
+
+@BOTH
+def test_a_redirect_to_a_name_dns_cannot_carry_is_not_followed(
+    hostile: Start, get: Callable[..., Answer]
+) -> None:
+    start = hostile({"/": redirect("https://" + "a" * 300 + ".example/")})
+    with pytest.raises(RedirectRefused, match=r"redirected to .*; the host name's label"):
+        get(allowing(start), start.url(), follow=follow_any)
 
 
 @BOTH

@@ -102,3 +102,21 @@ def test_a_source_with_store_payments_is_deleted_only_with_them(
     assert done.exit_code == 0, done.output
     with engine.connect() as db:
         assert db.execute(text("SELECT count(*) FROM store_payments")).scalar() == 0
+
+
+def test_a_platform_completes_fails_and_refunds_only_what_is_its_own(engine: Engine) -> None:
+    """A Stripe event naming a payment the test platform started changes nothing of it."""
+    buyer = _buyer(engine, "own@example.test")
+    store.start_payment(engine, "test_pay", _purchase(buyer, "own@example.test", 1))
+    with engine.begin() as db:
+        assert store.fail_open_payment(db, "test_pay", "stripe") is False
+        assert (
+            store.complete_payment(db, "test_pay", "txn_own", NOW + 5, platform="stripe") is False
+        )
+    assert store.owned_packages(engine, buyer) == []
+    with engine.begin() as db:
+        assert store.complete_payment(db, "test_pay", "txn_own", NOW + 5, platform="test")
+    with engine.begin() as db:
+        assert store.record_refund(db, "stripe", "txn_own", "Refunded") is False
+        assert store.record_refund(db, "test", "txn_own", "Refunded") is True
+    assert store.owned_packages(engine, buyer) == []

@@ -141,6 +141,27 @@ def test_a_refused_endpoint_is_code_2_naming_the_field_and_nothing_is_stored(
     assert listed(hooks, alpha) == []
 
 
+@pytest.mark.parametrize(
+    "host",
+    ["a" * 300 + ".example", ".".join(["a" * 60] * 5), "xn--zz.example", "hooks..example"],
+)
+def test_an_address_whose_name_dns_cannot_carry_is_code_2_on_create_and_update(
+    hooks: Api, alpha: str, host: str
+) -> None:
+    """Was a 500: the resolver's IDNA codec raised UnicodeError for a label over 63 octets."""
+    url = f"https://{host}/hook"
+    message = refused(post(hooks, alpha, "create", url=url, events=["sale.completed"]), 400, 2)
+    assert message.startswith("url: the host name"), message
+    assert listed(hooks, alpha) == []
+    made = ok(
+        post(hooks, alpha, "create", url="http://127.0.0.1:9/hook", events=["sale.completed"])
+    )
+    endpoint = made["endpoint"]["id"]
+    message = refused(post(hooks, alpha, "update", endpoint=endpoint, url=url), 400, 2)
+    assert message.startswith("url: the host name"), message
+    assert [e["url"] for e in listed(hooks, alpha)] == ["http://127.0.0.1:9/hook"]
+
+
 def test_a_body_that_is_not_json_nor_a_form_is_refused(hooks: Api, alpha: str) -> None:
     answer = hooks.http.post(
         "/1.0/webhook/create.json",

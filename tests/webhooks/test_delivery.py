@@ -7,6 +7,7 @@ import logging
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pkgcat.client import webhooks
 from pkgcat.ingest import ImportOptions, import_repository
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
+from pkgcat.storage.webhooks import WebhookStore
 from pkgcat.webhooks.delivery import Deliverer
 from pkgcat.webhooks.endpoints import Endpoints
 from pkgcat.webhooks.signing import new_secret, seal_secret
@@ -307,3 +309,34 @@ def test_a_stored_secret_that_is_not_base64url_is_named_and_signs_nothing(
     assert f"webhook endpoint {made.endpoint_id}: the signing secret" in caplog.text
     assert receiver.arrived == 0
     assert "not base64url!" not in caplog.text  # the secret itself is never logged
+
+
+def test_an_endpoint_stored_with_a_name_dns_cannot_carry_fails_its_attempts_and_holds_none_back(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    store: WebhookStore,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    """An address stored before its name was checked (a label of 300 octets): each attempt is
+    logged as failed with no answer. Before, the resolver's UnicodeError escaped the fetcher's
+    errors: the sender failed and no attempt was logged."""
+    healthy = receivers()
+    endpoints.create(2, healthy.url, ["sale.completed"])
+    store.create(
+        application_id=1,
+        url="https://" + "a" * 300 + ".example/hook",
+        events=["sale.completed"],
+        sealed_secret=seal_secret(new_secret(), PASSPHRASE),
+        now=int(time.time()),
+    )
+    import_sales(admin.engine, tmp_path, ["N-1", "N-2"])
+    deliverers()
+    until(lambda: failed_attempts(admin) >= 2, "two failed attempts")
+    until(lambda: len(healthy.answered()) == 2, "the healthy endpoint's events")
+    a = t.webhook_attempts
+    with admin.engine.connect() as db:
+        failed = db.execute(select(a.c.status, a.c.response).where(a.c.ok.is_(False))).all()
+    assert {status for status, _ in failed} == {None}  # no answer: nothing was sent
+    assert all(said.startswith("https://aaaa") for _, said in failed)

@@ -37,6 +37,13 @@ def strict(store: WebhookStore) -> Endpoints:
         ("https://[::1]/in", "refused: ::1 is"),
         ("https://user:pw@hooks.example/in", "must not carry a user name or password"),
         ("ftp://hooks.example/in", "must be an https:// address"),
+        # Names DNS cannot carry (RFC 1035 2.3.4) or IDNA cannot write: refused before any
+        # lookup, where the resolver's own IDNA codec raised UnicodeError.
+        ("https://" + "a" * 300 + ".example/in", "label 'a.*' is 300 octets long; DNS allows 63"),
+        ("https://" + ".".join(["a" * 60] * 5) + "/in", "is 304 octets long; DNS allows 253"),
+        ("https://hooks..example/in", "has an empty label"),
+        ("https://xn--zz.example/in", "'xn--zz' is not a valid IDNA A-label"),
+        ("https://" + "é" * 70 + ".example/in", "Invalid IDNA hostname"),
     ],
 )
 def test_an_address_that_may_not_be_posted_to_is_refused_at_creation(

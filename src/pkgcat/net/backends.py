@@ -3,6 +3,7 @@
 httpcore opens every connection through its network backend's ``connect_tcp(host,
 port)``. These backends resolve ``host`` themselves, check every address it has
 (:func:`pkgcat.net.addresses.vet`), and connect to the vetted address: the name
+must first be one DNS can carry (:func:`pkgcat.net.names.lookup_name`), and
 is resolved once, so no second lookup can answer differently (DNS rebinding).
 TLS still names the host (httpcore passes it as ``server_hostname`` to
 ``start_tls``, for SNI and the certificate check), and so does the ``Host`` header.
@@ -29,6 +30,7 @@ import httpcore
 
 from pkgcat.net.addresses import Allowance, IPAddress, vet
 from pkgcat.net.errors import AddressRefused
+from pkgcat.net.names import lookup_name
 
 DEADLINE: ContextVar[float | None] = ContextVar("pkgcat_outbound_deadline", default=None)
 """When the exchange under way must end (``time.monotonic()``), for this thread or task."""
@@ -45,6 +47,14 @@ def _within(timeout: float | None, late: type[Exception]) -> float | None:
     if left <= 0:
         raise late("the deadline has passed")
     return left if timeout is None else min(timeout, left)
+
+
+def _name(host: str) -> str:
+    """``host`` as the resolver takes it; a connection error naming why DNS cannot carry it."""
+    try:
+        return lookup_name(host)
+    except ValueError as error:
+        raise httpcore.ConnectError(f"{host}: cannot be looked up: {error}") from None
 
 
 def _vetted(
@@ -106,9 +116,10 @@ class GuardedBackend(httpcore.NetworkBackend):
         socket_options: _SocketOptions = None,
     ) -> httpcore.NetworkStream:
         _within(timeout, httpcore.ConnectTimeout)
+        name = _name(host)
         # The system's resolver has no timeout to give: its own (resolv.conf) bounds it.
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
         except OSError as error:
             raise httpcore.ConnectError(f"{host}: cannot be resolved ({error})") from None
         addresses = _vetted(host, port, infos, self._allowance)
@@ -176,9 +187,10 @@ class AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: _SocketOptions = None,
     ) -> httpcore.AsyncNetworkStream:
         limit = _within(timeout, httpcore.ConnectTimeout)
+        name = _name(host)
         try:
             with anyio.fail_after(math.inf if limit is None else limit):
-                infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                infos = await anyio.getaddrinfo(name, port, type=socket.SOCK_STREAM)
         except TimeoutError:
             raise httpcore.ConnectTimeout(f"{host}: not resolved in time") from None
         except OSError as error:

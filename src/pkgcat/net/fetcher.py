@@ -3,6 +3,9 @@
 Both are httpx clients with the same :class:`Policy`; each request gives its
 :class:`Limits`:
 
+- **names**: the address asked, and every redirect's target, must name a host
+  DNS can carry and IDNA can write (:mod:`pkgcat.net.names`), or the request
+  fails with an :class:`~pkgcat.net.errors.OutboundError` before any lookup;
 - **addresses**: every connection, redirects included, goes through
   :mod:`pkgcat.net.backends`: resolved once, every address checked, the
   vetted one connected to. Environment proxies (``HTTP_PROXY``...) are not
@@ -43,6 +46,7 @@ from pkgcat.net.addresses import Allowance
 from pkgcat.net.backends import DEADLINE, AsyncGuardedBackend, GuardedBackend
 from pkgcat.net.decoding import Inflater
 from pkgcat.net.errors import DeadlineExceeded, OutboundError, RedirectRefused, TooLarge
+from pkgcat.net.names import lookup_name
 
 if TYPE_CHECKING:
     from pkgcat.config import Settings
@@ -51,6 +55,18 @@ Follow = Callable[[httpx.URL], bool]
 """Whether a redirect to this address may be followed."""
 _ENCODINGS = {"", "identity", "gzip", "x-gzip"}
 USER_AGENT = f"pkgcat/{__version__}"
+
+
+def host_problem(url: httpx.URL) -> str | None:
+    """Why the host ``url`` names cannot be looked up (:mod:`pkgcat.net.names`), or ``None``."""
+    host = url.raw_host.decode("ascii")
+    if not host:
+        return None  # no host: httpx itself refuses the request
+    try:
+        lookup_name(host)
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 def follow_any(_url: httpx.URL) -> bool:
@@ -166,6 +182,9 @@ class _Exchange:
         self.hops += 1
         if target.url.scheme not in ("http", "https"):
             raise RedirectRefused(f"{response.url}: redirected to {target.url}, not http(s)")
+        problem = host_problem(target.url)
+        if problem is not None:
+            raise RedirectRefused(f"{response.url}: redirected to {target.url}; {problem}")
         if self.hops > self.policy.max_redirects:
             raise RedirectRefused(
                 f"{self.url}: more than {self.policy.max_redirects} redirects (last to {target.url})"
@@ -174,6 +193,16 @@ class _Exchange:
             raise RedirectRefused(f"{response.url}: redirected to {target.url}, not followed")
         self.current = str(target.url)
         return target
+
+    def check(self) -> None:
+        """:class:`OutboundError` unless the address asked parses and names a host DNS can carry."""
+        try:
+            parsed = httpx.URL(self.url)
+        except httpx.InvalidURL as error:
+            raise OutboundError(f"{self.url}: not an address ({error})") from None
+        problem = host_problem(parsed)
+        if problem is not None:
+            raise OutboundError(f"{self.url}: {problem}")
 
     def body(self, response: httpx.Response) -> _Body:
         return _Body(response, self.limits.max_bytes)
@@ -274,6 +303,7 @@ class Fetcher:
         """
         exchange = _Exchange(self.policy, url, limits, follow)
         with exchange.running():
+            exchange.check()
             request: httpx.Request | None = self._client.build_request(
                 method, url, headers=headers, content=content
             )
@@ -334,6 +364,7 @@ class AsyncFetcher:
         """:meth:`Fetcher.request`, awaited."""
         exchange = _Exchange(self.policy, url, limits, follow)
         with exchange.running():
+            exchange.check()
             request: httpx.Request | None = self._client.build_request(
                 method, url, headers=headers, content=content
             )

@@ -17,7 +17,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, delete, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    String,
+    and_,
+    cast,
+    delete,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from pkgcat.storage import schema as t
@@ -25,6 +38,12 @@ from pkgcat.storage.writes import outbox
 
 COMPLETED = "Completed"
 """The status of an owning purchase in ``purchases`` (as imported purchases spell it)."""
+
+
+class TxnTaken(Exception):
+    """A store sale whose ``txn_id`` another purchase (an imported one) already has: the
+    payment stays open and nothing is written, so the platform's retry applies it once the
+    operator has settled which purchase the reference belongs to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +90,12 @@ class StorePurchase:
     purchased_at: int
 
 
+ACCOUNT_PREFIX = "store-buyer-"
+
+
 def account_of(buyer_id: int) -> str:
     """The ``account`` of a store buyer's purchases: how ownership finds them again."""
-    return f"store-buyer-{buyer_id}"
+    return f"{ACCOUNT_PREFIX}{buyer_id}"
 
 
 def save_code(engine: Engine, email: str, code_hash: str, expires_at: int) -> None:
@@ -279,17 +301,28 @@ def start_payment(
         )
 
 
-def complete_payment(db: Connection, payment_id: str, txn_id: str, now: int) -> bool:
+def _payment(payment_id: str, platform: str | None) -> ColumnElement[bool]:
+    """The store payment ``payment_id``, still open, of ``platform`` when one is named."""
+    s = t.store_payments
+    return and_(
+        s.c.id == payment_id,
+        s.c.status == "open",
+        *([] if platform is None else [s.c.platform == platform]),
+    )
+
+
+def complete_payment(
+    db: Connection, payment_id: str, txn_id: str, now: int, *, platform: str | None = None
+) -> bool:
     """Mark an open payment completed and record its purchase, on the caller's transaction.
 
-    False (and nothing written) when the payment is unknown or no longer open:
-    a completion told twice changes the ledger once.
+    False (and nothing written) when the payment is unknown, no longer open, or of
+    another platform than ``platform`` (a platform's event completes its own payments
+    only): a completion told twice changes the ledger once.
     """
     s = t.store_payments
     done = db.execute(
-        update(s)
-        .where(s.c.id == payment_id, s.c.status == "open")
-        .values(status="completed", completed_at=now)
+        update(s).where(_payment(payment_id, platform)).values(status="completed", completed_at=now)
     )
     if done.rowcount != 1:
         return False
@@ -323,26 +356,60 @@ def fail_payment(engine: Engine, payment_id: str) -> None:
         fail_open_payment(db, payment_id)
 
 
-def fail_open_payment(db: Connection, payment_id: str) -> bool:
-    """:func:`fail_payment` on the caller's transaction; False when it was not open."""
+def fail_open_payment(db: Connection, payment_id: str, platform: str | None = None) -> bool:
+    """:func:`fail_payment` on the caller's transaction; False when it was not open (or is
+    of another platform than ``platform``)."""
     s = t.store_payments
-    done = db.execute(
-        update(s).where(s.c.id == payment_id, s.c.status == "open").values(status="failed")
-    )
+    done = db.execute(update(s).where(_payment(payment_id, platform)).values(status="failed"))
     return done.rowcount == 1
+
+
+def _written_by_the_store() -> ColumnElement[bool]:
+    """Whether a ``purchases`` row is one :func:`complete_payment` wrote, not an imported one.
+
+    No column of ``purchases`` says who wrote a row (an import may name any
+    ``payment_platform``, ``txn_id`` and even a store buyer's ``account``), so the row
+    is matched to the completed store payment it was written from: the same buyer
+    (its account), device, source, package, amount, currency and platform, and the
+    completion's time as the purchase's.
+    """
+    u, s = t.purchases, t.store_payments
+    return (
+        select(s.c.id)
+        .where(
+            s.c.status == "completed",
+            s.c.platform == u.c.payment_platform,
+            u.c.account == literal(ACCOUNT_PREFIX) + cast(s.c.buyer_id, String),
+            s.c.udid == u.c.udid,
+            s.c.model == u.c.device_model,
+            s.c.source_id == u.c.source_id,
+            s.c.package_id.is_not_distinct_from(u.c.package_id),
+            s.c.amount == u.c.total,
+            s.c.currency == u.c.currency,
+            s.c.completed_at == u.c.purchased_at,
+        )
+        .exists()
+    )
 
 
 def record_refund(db: Connection, platform: str, txn_id: str, status: str) -> bool:
     """A store purchase refunded or charged back (``status``), on the caller's transaction.
 
     The one place a store purchase changes status after its sale: whatever must
-    happen with a refund in the same transaction belongs here. False when no
-    purchase of that platform and reference is in another status.
+    happen with a refund in the same transaction belongs here. Only a purchase the
+    store itself made through its checkout changes: one an operator imported, with
+    the same platform and reference, is left as it is (:func:`_written_by_the_store`).
+    False when no store purchase of that platform and reference is in another status.
     """
     u = t.purchases
     done = db.execute(
         update(u)
-        .where(u.c.payment_platform == platform, u.c.txn_id == txn_id, u.c.status != status)
+        .where(
+            u.c.payment_platform == platform,
+            u.c.txn_id == txn_id,
+            u.c.status != status,
+            _written_by_the_store(),
+        )
         .values(status=status)
     )
     if done.rowcount == 0:
@@ -378,8 +445,12 @@ def record_purchase(db: Connection, purchase: StorePurchase) -> None:
     account, the device), and the device registered for the buyer in
     ``buyer_devices``, so buyers, check, sales and usage see it with no path of
     their own. This is the one place a store sale is written: whatever must
-    happen with a sale in the same transaction belongs here.
+    happen with a sale in the same transaction belongs here. :class:`TxnTaken` when
+    another purchase has its ``txn_id`` (the caller's transaction then rolls back).
     """
+    u = t.purchases
+    if db.execute(select(u.c.id).where(u.c.txn_id == purchase.txn_id)).first() is not None:
+        raise TxnTaken(purchase.txn_id)
     db.execute(
         insert(t.purchases).values(
             source_id=purchase.source_id,

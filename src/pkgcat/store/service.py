@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from sqlalchemy import Connection, Engine
@@ -36,6 +36,9 @@ from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import mailer_for
 from pkgcat.store.payments import Payment, platform_for
+
+if TYPE_CHECKING:
+    from pkgcat.store.stripe_platform import Change  # the stripe extra
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -293,45 +296,49 @@ class Store:
     async def stripe_event(self, payload: bytes, signature: str) -> bool:
         """Apply a Stripe webhook's event, once; False when it was applied before.
 
-        StoreError (400) for a body whose signature does not verify.
+        StoreError (400) for a body whose signature does not verify, whose timestamp is
+        out of the tolerance either way, or whose shape is not Stripe's; 409 for a
+        completion whose PaymentIntent another purchase already names: nothing applied.
         """
         if self._webhook_secret is None:
             raise StoreError("Stripe is not this store's payment platform", 404)
         from pkgcat.store.stripe_platform import verified_event
 
         try:
-            event = verified_event(payload, signature, self._webhook_secret)
+            event = verified_event(payload, signature, self._webhook_secret, self.now())
         except ValueError as error:
             raise StoreError(str(error)) from None
-        effect = _stripe_effect(event, self.now())
-        if effect is None:
+        if event.change is None:
             return False  # an event the store does not act on
-        return await self._run(db.apply_event, str(event["id"]), self.now(), effect)
+        effect = _stripe_effect(event.change, self.now())
+        try:
+            return await self._run(db.apply_event, event.id, self.now(), effect)
+        except db.TxnTaken as taken:
+            # Nothing applied: Stripe retries, and applies it once the operator has settled it.
+            raise StoreError(
+                f"the payment's reference {taken} is already the txn_id of another purchase "
+                "(an imported one?); nothing was applied",
+                409,
+            ) from None
 
     async def close(self) -> None:
         await self._limiter.close()
 
 
-def _stripe_effect(event: dict[str, Any], now: int) -> Callable[[Connection], object] | None:
-    """What an event does to the ledger, as a function of the transaction that applies it."""
-    kind = event.get("type")
-    found = event.get("data", {}).get("object", {})
-    if kind in ("checkout.session.completed", "checkout.session.async_payment_succeeded"):
-        if found.get("payment_status") != "paid":
-            return None  # paid later (async_payment_succeeded) or never (async_payment_failed)
-        payment_id = str(found.get("client_reference_id") or "")
-        txn_id = str(found.get("payment_intent") or found.get("id"))
-        return lambda connection: db.complete_payment(connection, payment_id, txn_id, now)
-    if kind in ("checkout.session.expired", "checkout.session.async_payment_failed"):
-        payment_id = str(found.get("client_reference_id") or "")
-        return lambda connection: db.fail_open_payment(connection, payment_id)
-    if kind == "charge.refunded" and found.get("refunded"):
-        intent = str(found.get("payment_intent") or "")
-        return lambda connection: db.record_refund(connection, "stripe", intent, "Refunded")
-    if kind == "charge.dispute.created":
-        intent = str(found.get("payment_intent") or "")
-        return lambda connection: db.record_refund(connection, "stripe", intent, "Chargeback")
-    return None
+def _stripe_effect(change: Change, now: int) -> Callable[[Connection], object]:
+    """What a Stripe event does to the ledger, as a function of the transaction that applies it.
+
+    Only the store's own payments and the purchases they wrote are changed: a payment of
+    another platform, or a purchase an operator imported under ``stripe``, is left alone.
+    """
+    if change.kind == "complete":
+        return lambda connection: db.complete_payment(
+            connection, change.payment_id, change.txn_id, now, platform="stripe"
+        )
+    if change.kind == "fail":
+        return lambda connection: db.fail_open_payment(connection, change.payment_id, "stripe")
+    status = "Refunded" if change.kind == "refund" else "Chargeback"
+    return lambda connection: db.record_refund(connection, "stripe", change.txn_id, status)
 
 
 def _complete(engine: Engine, payment_id: str, txn_id: str, now: int) -> bool:

@@ -4,6 +4,9 @@ An address must be ``https://`` (``http://`` too when
 ``PKGCAT_WEBHOOK_ALLOW_LOOPBACK=true``), carry no user or password, and resolve
 only to addresses the fetcher accepts: private, loopback, link-local and
 metadata addresses are refused (loopback alone allowed by the same setting).
+Its host must be a name DNS can carry and IDNA can write
+(:func:`pkgcat.net.names.lookup_name`: labels of 63 octets at most, names of
+253), refused as ``url`` before any lookup.
 It is checked here, at creation and change, and again at every delivery by the
 fetcher itself (:mod:`pkgcat.net`), since DNS can change meanwhile.
 """
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 import httpx
 
 from pkgcat.net.addresses import Allowance, vet
+from pkgcat.net.names import lookup_name
 from pkgcat.storage.webhooks import EndpointRecord, WebhookStore
 from pkgcat.storage.writes.outbox import EVENT_TYPES
 from pkgcat.webhooks.signing import new_secret, seal_secret
@@ -78,17 +82,24 @@ def check_url(url: str, allowed: Allowance, *, allow_http: bool) -> str:
     if parsed.scheme not in schemes:
         needs = "" if allow_http else " (http only with PKGCAT_WEBHOOK_ALLOW_LOOPBACK=true)"
         raise EndpointRefused(f"url: must be an https:// address{needs}")
-    if not parsed.host:
+    # The host as httpx sends it (ASCII, A-labels): its ``host`` decodes them, and fails
+    # on a label IDNA cannot decode.
+    host = parsed.raw_host.decode("ascii")
+    if not host:
         raise EndpointRefused("url: names no host")
     if parsed.userinfo:
         raise EndpointRefused("url: must not carry a user name or password")
+    try:
+        name = lookup_name(host)
+    except ValueError as error:
+        raise EndpointRefused(f"url: {error}") from None
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
-        found = socket.getaddrinfo(parsed.host, port, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
     except socket.gaierror:
-        raise EndpointRefused(f"url: {parsed.host} does not resolve") from None
+        raise EndpointRefused(f"url: {host} does not resolve") from None
     addresses = [ipaddress.ip_address(info[4][0]) for info in found]
-    reason = vet(parsed.host, port, addresses, allowed)
+    reason = vet(host, port, addresses, allowed)
     if reason is not None:
         raise EndpointRefused(f"url: refused: {reason}")
     return str(parsed)
