@@ -78,3 +78,14 @@ class Sileo:
 
     def sign_out(self) -> httpx.Response:
         return self.post("sign_out", token=self.token)
+
+
+def sileo_paid(tag: str) -> bool:
+    """Sileo's rule (ControlFileParserFast.c:79, ``tagExists(rawTags, "::commercial", ...)``):
+    the first ``::commercial`` of the raw value, taken at the value's end or when the byte
+    two after it is a space or a comma."""
+    at = tag.find("::commercial")
+    if at < 0:
+        return False
+    end = at + len("::commercial")
+    return end == len(tag) or tag[end + 1 : end + 2] in (" ", ",")

@@ -4,7 +4,8 @@ A build makes, for the whole catalogue (``/repo/``) and for each source with
 stored files (``/repo/sources/NAME/``), a flat repository (``deb URL ./``):
 
 - ``Packages``: one stanza per stored .deb of an online package, its control
-  paragraph followed by ``Filename``, ``Size`` and the four digests (and a
+  paragraph (``cydia::commercial`` in its ``Tag`` exactly when it is paid)
+  followed by ``Filename``, ``Size`` and the four digests (and a
   ``SileoDepiction`` link when the repository's address is set and the
   package has none of its own); and ``Packages.gz``, ``.xz``, ``.bz2``,
   ``.zst`` of it;
@@ -34,6 +35,7 @@ from typing import Any
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
 from pkgcat.repository.pieces import FORMATS, cut, join
+from pkgcat.repository.tags import tagged
 from pkgcat.storage.served import ServedFile, Snapshot
 
 COMPRESSIONS: dict[str, Callable[[bytes], bytes]] = {
@@ -158,8 +160,9 @@ def entity_tag(body: bytes) -> str:
 
 
 def stanza(file: ServedFile, depictions: str | None) -> str:
-    """A Packages stanza: the control paragraph, then what the repository says of the file."""
-    lines = [file.control]
+    """A Packages stanza: the control paragraph (its ``Tag`` saying whether the package is
+    paid: :mod:`pkgcat.repository.tags`), then what the repository says of the file."""
+    lines = [tagged(file.control, file.paid)]
     if depictions and "\nsileodepiction:" not in "\n" + file.control.lower():
         lines.append(f"SileoDepiction: {depictions}{file.package}.json")
     lines += [
