@@ -6,9 +6,11 @@ zbrateam/Zebra (branch v1, c615ab4).
 
 from __future__ import annotations
 
+import hashlib
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import text
 
@@ -17,8 +19,11 @@ from tests.conftest import Api
 from tests.debs import build_deb
 from tests.repository.conftest import Publisher
 from tests.repository.test_served import stanzas, wait_for
-from tests.store.sileo import sileo_paid
-from tests.store.zebra import zebra_paid
+from tests.store.conftest import STORE, Mailbox
+from tests.store.sileo import Sileo, sileo_paid
+from tests.store.zebra import Zebra, zebra_paid
+
+BASE = "/store/"
 
 
 def raw_tags(packages: bytes) -> dict[tuple[str, str], str]:
@@ -122,3 +127,55 @@ def test_every_paid_stanza_is_tagged_as_both_clients_read_it_and_a_price_moves_t
     again = shop.http.get("/repo/Packages.xz", headers={"If-Modified-Since": since})
     assert again.status_code == 200
     assert parsedate_to_datetime(again.headers["last-modified"]) > parsedate_to_datetime(since)
+
+
+def _bought(shop: Api, mailbox: Mailbox, email: str) -> Sileo:
+    device = Sileo(shop.http, BASE)
+    assert device.sign_in(mailbox, email).status_code == 303
+    assert device.purchase("com.alpha.paid").json() == {"status": 0}
+    return device
+
+
+def _download(shop: Api, answer: httpx.Response) -> bytes:
+    assert answer.status_code == 200, answer.text
+    got: httpx.Response = shop.http.get(answer.json()["url"].removeprefix("http://testserver"))
+    assert got.status_code == 200
+    return got.content
+
+
+def test_authorize_download_hands_back_the_file_of_the_architecture_asked_for(
+    shop: Api, mailbox: tuple[Mailbox, int]
+) -> None:
+    """Row 2: the body Sileo sends (PaymentProvider.swift:231: version, repo, architecture)
+    and Zebra's (ZBDownloadManager.m:166-169, the same three) choose the file; no file of
+    that architecture is a plain 404, never another architecture's file, never a sign-out."""
+    sileo = _bought(shop, mailbox[0], "arch@example.test")
+    listed = {
+        s["Architecture"]: s["SHA256"]
+        for s in stanzas(shop.http.get("/repo/Packages").content)
+        if s["Package"] == "com.alpha.paid"
+    }
+    for architecture in ("iphoneos-arm64", "iphoneos-arm"):
+        body = sileo.authorize_download("com.alpha.paid", "2.0", STORE, architecture)
+        assert hashlib.sha256(_download(shop, body)).hexdigest() == listed[architecture]
+    zebra = Zebra(shop.http, BASE, token=sileo.token)
+    params = {"version": "2.0", "repo": "https://shop.example.test/repo/"}
+    arm64 = zebra.authorize_download("com.alpha.paid", architecture="iphoneos-arm64", **params)
+    assert hashlib.sha256(_download(shop, arm64)).hexdigest() == listed["iphoneos-arm64"]
+
+    missing = sileo.authorize_download("com.alpha.paid", "2.0", STORE, "iphoneos-arm64e")
+    assert missing.status_code == 404
+    assert missing.json() == {
+        "error": "no file of com.alpha.paid 2.0 for iphoneos-arm64e is served here"
+        " (it is built for iphoneos-arm, iphoneos-arm64)"
+    }
+    assert sileo.user_info().status_code == 200  # still signed in
+    # An older client that names no architecture: the one PKGCAT_ARCHITECTURES prefers.
+    plain = sileo.authorize_download("com.alpha.paid", "2.0", STORE)
+    assert hashlib.sha256(_download(shop, plain)).hexdigest() == listed["iphoneos-arm64"]
+    unknown = sileo.authorize_download("com.alpha.paid", "9.9", STORE, "iphoneos-arm64")
+    assert unknown.status_code == 404
+    assert "invalidate" not in unknown.json()
+    no_version = sileo.post("package/com.alpha.paid/authorize_download", token=sileo.token)
+    assert no_version.status_code == 400
+    assert no_version.json() == {"error": "version is missing"}

@@ -36,6 +36,7 @@ from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import Mailer
 from pkgcat.store.payments import Payment, platform_for
+from pkgcat.versions import Preference
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -105,6 +106,7 @@ class Store:
         self._clock = clock
         self._downloads_base = _downloads_base(settings)
         self._limiter = open_code_limiter(settings)
+        self._preference = Preference(settings.architecture_preference)
 
     @property
     def test_mode(self) -> bool:
@@ -268,22 +270,45 @@ class Store:
         return {"status": -1}
 
     async def authorize_download(
-        self, package: str, token: str | None, version: str | None, where: Device
+        self,
+        package: str,
+        token: str | None,
+        version: str | None,
+        architecture: str | None,
+        where: Device,
     ) -> dict[str, object]:
+        """The URL of the file the device asked for: this version, for its architecture.
+
+        Sileo and Zebra send ``version`` and ``repo``, and ``architecture`` where they
+        know it; the file is never another architecture's. Without an architecture, the
+        version's one file, or of several the one ``PKGCAT_ARCHITECTURES`` prefers.
+        A free package's file (one a stale index still showed as paid) is answered
+        with its plain address, which needs no grant.
+        """
         buyer = await self.buyer(token, where)
+        if not version:
+            raise StoreError("version is missing")
         found = await self._for_sale(package)
+        served = await self._served.current()
+        files = [e for e in served.pool.values() if e.package == package and e.version == version]
+        if not files:
+            raise StoreError(f"no file of {package} {version} is served here", 404)
+        if architecture:
+            chosen = [e for e in files if e.architecture == architecture]
+            if not chosen:
+                built = ", ".join(sorted(e.architecture for e in files))
+                raise StoreError(
+                    f"no file of {package} {version} for {architecture} is served here"
+                    f" (it is built for {built})",
+                    404,
+                )
+            files = chosen
+        entry = min(files, key=lambda e: self._preference.rank(e.architecture))
+        path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
+        if not entry.paid:
+            return {"url": self._downloads_base + path}
         if not await self._run(db.owns, buyer.buyer_id, found.id):
             raise StoreError(f"{package} is not bought by this account", 403)
-        served = await self._served.current()
-        files = [
-            e
-            for e in served.pool.values()
-            if e.package == package and (not version or e.version == version)
-        ]
-        if not files:
-            raise StoreError(f"no file of {package} {version or ''} is served here".strip(), 404)
-        entry = files[0]
-        path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
         try:
             signed = await self._served.download_url(path)
         except NoPassphrase:
