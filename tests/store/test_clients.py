@@ -179,3 +179,58 @@ def test_authorize_download_hands_back_the_file_of_the_architecture_asked_for(
     no_version = sileo.post("package/com.alpha.paid/authorize_download", token=sileo.token)
     assert no_version.status_code == 400
     assert no_version.json() == {"error": "version is missing"}
+
+
+def test_zebra_signs_out_with_the_token_alone_and_the_token_stops_working(
+    shop: Api, mailbox: tuple[Mailbox, int]
+) -> None:
+    """Row 3: Zebra's sign-out body is ``{token}`` (ZBPaymentVendor.m:195-197)."""
+    sileo = Sileo(shop.http, BASE)
+    assert sileo.sign_in(mailbox[0], "zebra-out@example.test").status_code == 303
+    zebra = Zebra(shop.http, BASE, token=sileo.token, payment_secret=sileo.payment_secret)
+    assert zebra.user_info().status_code == 200
+    out = zebra.sign_out()
+    assert out.status_code == 200, out.text
+    assert out.json() == {"success": True}
+    after = zebra.user_info()
+    assert after.status_code == 401
+    assert after.json()["invalidate"] is True
+    # A token that is not one signs nothing out, and says so.
+    assert Zebra(shop.http, BASE, token="pst_" + "B" * 43).sign_out().status_code == 401
+
+
+def test_zebra_buys_with_a_null_payment_secret_and_stays_signed_in(
+    shop: Api, mailbox: tuple[Mailbox, int]
+) -> None:
+    """Row 4: a device without a passcode sends ``payment_secret: null`` (ZBPaymentVendor.m:304);
+    an answer with ``invalidate`` would sign the buyer out (ZBPaymentVendor.m:78)."""
+    sileo = Sileo(shop.http, BASE)
+    assert sileo.sign_in(mailbox[0], "nopasscode@example.test").status_code == 303
+    zebra = Zebra(shop.http, BASE, token=sileo.token, payment_secret=None)
+    bought = zebra.purchase("com.alpha.paid")
+    assert bought.status_code == 200, bought.text
+    assert bought.json() == {"status": 0}
+    assert zebra.user_info().json()["items"] == ["com.alpha.paid"]
+    # Sileo leaves the field out on such a device (PaymentProvider.swift, postRequest).
+    assert sileo.post("package/com.alpha.other/purchase", token=sileo.token).json() == {"status": 0}
+    # A secret that is sent must still be this sign-in's.
+    wrong = Zebra(shop.http, BASE, token=sileo.token, payment_secret="pss_wrong")
+    refused = wrong.purchase("com.alpha.paid")
+    assert refused.status_code == 401
+    assert refused.json()["invalidate"] is True
+
+
+def test_zebra_signed_out_package_view_is_answered_by_its_first_get(shop: Api) -> None:
+    """Row 5: signed out, Zebra asks ``GET package/ID/info`` with no body and retries as a
+    POST only when that fails (ZBPaymentVendor.m:254-291)."""
+    zebra = Zebra(shop.http, BASE)
+    sent = zebra.package_info("com.alpha.paid")
+    assert [r.request.method for r in sent] == ["GET"]
+    assert sent[0].status_code == 200, sent[0].text
+    assert sent[0].json() == {"price": "$1.99 (test)", "purchased": False, "available": True}
+    assert zebra.supports_get_package_info
+    # The same answer a signed-out Sileo gets by POST.
+    assert Sileo(shop.http, BASE).package_info("com.alpha.paid").json() == sent[0].json()
+    missing = zebra.package_info("com.alpha.nothing")
+    assert missing[0].status_code == 404
+    assert "invalidate" not in missing[0].json()
