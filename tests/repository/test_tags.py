@@ -53,3 +53,11 @@ def test_a_stanza_whose_tag_is_right_is_left_as_it_is() -> None:
         (HEAD, False),
     ):
         assert tagged(control, paid) == control
+
+
+def test_a_free_package_s_only_tag_goes_with_its_line_wherever_it_stands() -> None:
+    assert tagged(f"{HEAD}\nTag: cydia::commercial", False) == HEAD
+    assert tagged(f"Tag: cydia::commercial\n{HEAD}", False) == HEAD
+    assert tagged(f"{HEAD}\nTag: Cydia::Commercial,\n purpose::commercial\nSection: x", False) == (
+        f"{HEAD}\nSection: x"
+    )

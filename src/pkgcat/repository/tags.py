@@ -26,7 +26,12 @@ package nobody buys. Every other tag is kept, in its order.
 
 from __future__ import annotations
 
+import re
+
 COMMERCIAL = "cydia::commercial"
+_FIELD = re.compile(r"^tag:[^\n]*(?:\n[ \t][^\n]*)*", re.IGNORECASE | re.MULTILINE)
+"""The ``Tag`` field and its folded lines (a search, not a split: every build runs it for
+every file)."""
 
 
 def _is_commercial(tag: str) -> bool:
@@ -42,20 +47,20 @@ def tagged(control: str, paid: bool) -> str:
     field (folded lines included) is written again on one line, where it stood, or
     added at the end for a paid package that had none.
     """
-    lines = control.split("\n")
-    start = next((i for i, line in enumerate(lines) if line[:4].lower() == "tag:"), None)
-    if start is None:
+    if not paid and "::commercial" not in control.lower():
+        return control  # most of a large catalogue: free, and nothing to take out
+    found = _FIELD.search(control)
+    if found is None:
         return f"{control}\nTag: {COMMERCIAL}" if paid else control
-    end = start + 1
-    while end < len(lines) and lines[end][:1] in (" ", "\t"):
-        end += 1
-    value = " ".join([lines[start][4:], *lines[start + 1 : end]])
-    tags = [tag.strip() for tag in value.split(",") if tag.strip()]
+    tags = [tag.strip() for tag in found.group()[4:].split(",") if tag.strip()]
     others = [tag for tag in tags if not _is_commercial(tag)]
     if not paid and len(others) == len(tags):
         return control  # a free package's own tags, none saying paid: as sent
-    wanted = [COMMERCIAL, *others] if paid else others
-    if end == start + 1 and lines[start] == f"Tag: {', '.join(wanted)}":
+    wanted = ", ".join([COMMERCIAL, *others] if paid else others)
+    if found.group() == f"Tag: {wanted}":
         return control
-    field = [f"Tag: {', '.join(wanted)}"] if wanted else []
-    return "\n".join([*lines[:start], *field, *lines[end:]])
+    before, after = control[: found.start()], control[found.end() :]
+    if wanted:
+        return f"{before}Tag: {wanted}{after}"
+    # No tag left: the field goes, with the line break that ended or began it.
+    return before + after[1:] if after else before[:-1]
