@@ -181,6 +181,27 @@ def test_authorize_download_hands_back_the_file_of_the_architecture_asked_for(
     assert no_version.json() == {"error": "version is missing"}
 
 
+def test_a_download_url_asked_for_a_package_free_by_now_is_its_plain_address(
+    shop: Api, mailbox: tuple[Mailbox, int]
+) -> None:
+    """A device that still holds an index from before a price of zero asks the store (Sileo
+    only asks for a package it takes for paid: PaymentProvider.swift, ``downloadURL``); not
+    bought by anyone, the file is given at its plain address, which needs no grant."""
+    sileo = Sileo(shop.http, BASE)
+    assert sileo.sign_in(mailbox[0], "stale@example.test").status_code == 303
+    [free] = [
+        s["Filename"]
+        for s in stanzas(shop.http.get("/repo/Packages").content)
+        if s["Package"] == "com.alpha.free"
+    ]
+    answer = sileo.authorize_download("com.alpha.free", "1.0", STORE, "iphoneos-arm64")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"url": f"http://testserver/repo/{free}"}
+    assert shop.http.get(f"/repo/{free}").status_code == 200
+    # A paid one not bought is still refused.
+    assert sileo.authorize_download("com.alpha.other", "1.0", STORE).status_code == 403
+
+
 def test_zebra_signs_out_with_the_token_alone_and_the_token_stops_working(
     shop: Api, mailbox: tuple[Mailbox, int]
 ) -> None:
