@@ -21,7 +21,7 @@ def hidden_fields(page: str) -> dict[str, str]:
 
 
 @dataclass
-class Sileo:
+class Device:
     """One device: its UDID and model, and its sign-in once it has one."""
 
     http: TestClient
@@ -30,6 +30,11 @@ class Sileo:
     model: str = MODEL
     token: str | None = None
     payment_secret: str | None = None
+
+
+@dataclass
+class Sileo(Device):
+    """The device, speaking as Sileo does."""
 
     def post(self, path: str, **body: Any) -> httpx.Response:
         sent = {"udid": self.udid, "device": self.model} | body
@@ -71,10 +76,26 @@ class Sileo:
             f"package/{package}/purchase", token=self.token, payment_secret=self.payment_secret
         )
 
-    def authorize_download(self, package: str, version: str, repo: str) -> httpx.Response:
-        return self.post(
-            f"package/{package}/authorize_download", token=self.token, version=version, repo=repo
-        )
+    def authorize_download(
+        self, package: str, version: str, repo: str, architecture: str | None = None
+    ) -> httpx.Response:
+        """``downloadURL(for:from:)`` (PaymentProvider.swift:231): the version and the
+        repository, and the package's architecture where Sileo sends it."""
+        body = {"version": version, "repo": repo}
+        if architecture is not None:
+            body["architecture"] = architecture
+        return self.post(f"package/{package}/authorize_download", token=self.token, **body)
 
     def sign_out(self) -> httpx.Response:
         return self.post("sign_out", token=self.token)
+
+
+def sileo_paid(tag: str) -> bool:
+    """Sileo's rule (ControlFileParserFast.c:79, ``tagExists(rawTags, "::commercial", ...)``):
+    the first ``::commercial`` of the raw value, taken at the value's end or when the byte
+    two after it is a space or a comma."""
+    at = tag.find("::commercial")
+    if at < 0:
+        return False
+    end = at + len("::commercial")
+    return end == len(tag) or tag[end + 1 : end + 2] in (" ", ",")

@@ -7,7 +7,12 @@ A Starlette app the site mounts, off the API's hot path. The provider API
 - ``GET authenticate?udid=&model=``: the sign-in page (:mod:`pkgcat.http.store_page`);
 - ``POST user_info``, ``sign_out``, ``package/ID/info``, ``package/ID/purchase``,
   ``package/ID/authorize_download``: bodies as JSON or as a form, each with the
-  device's ``udid`` and ``device`` (its model).
+  device's ``udid`` and ``device`` (its model), but Zebra's ``sign_out``, which
+  sends the token alone;
+- ``GET package/ID/info``: what Zebra asks first when signed out, with no body
+  (``ZBPaymentVendor.m``, ``getInfoForPackage``): the answer anyone may see.
+
+Where Sileo and Zebra differ, and what is answered to each: docs/store.md.
 
 Answers are JSON; an error is ``{"error": ..., "invalidate": true?}`` with its
 HTTP status, ``invalidate`` telling the client to drop a token that is unknown,
@@ -82,11 +87,21 @@ def create_store_app(store: Store, client_of: ClientOf) -> Starlette:
         )
 
     async def sign_out(_request: Request, body: dict[str, str]) -> dict[str, object]:
-        return await store.sign_out(body.get("token"), device(body.get("udid"), body.get("device")))
+        # Zebra v1 sends {token} alone; a device, when named, must be the token's.
+        named = "udid" in body or "device" in body
+        where = device(body.get("udid"), body.get("device")) if named else None
+        return await store.sign_out(body.get("token"), where)
 
     async def package_info(request: Request, body: dict[str, str]) -> dict[str, object]:
         where = device(body.get("udid"), body.get("device"))
         return await store.package_info(request.path_params["package"], body.get("token"), where)
+
+    async def package_info_get(request: Request) -> Response:
+        # Zebra's signed-out view: no token, no device, no body; a POST may follow.
+        try:
+            return json(await store.package_info(request.path_params["package"], None, None))
+        except StoreError as error:
+            return refused(error)
 
     async def purchase(request: Request, body: dict[str, str]) -> dict[str, object]:
         where = device(body.get("udid"), body.get("device"))
@@ -97,7 +112,7 @@ def create_store_app(store: Store, client_of: ClientOf) -> Starlette:
         where = device(body.get("udid"), body.get("device"))
         package = request.path_params["package"]
         return await store.authorize_download(
-            package, body.get("token"), body.get("version"), where
+            package, body.get("token"), body.get("version"), body.get("architecture"), where
         )
 
     async def stripe_webhook(request: Request) -> Response:
@@ -123,6 +138,7 @@ def create_store_app(store: Store, client_of: ClientOf) -> Starlette:
         Route("/user_info", post(user_info), methods=["POST"]),
         Route("/sign_out", post(sign_out), methods=["POST"]),
         Route("/package/{package}/info", post(package_info), methods=["POST"]),
+        Route("/package/{package}/info", package_info_get, methods=["GET"]),
         Route("/package/{package}/purchase", post(purchase), methods=["POST"]),
         Route("/package/{package}/authorize_download", post(authorize), methods=["POST"]),
         Route("/stripe/webhook", stripe_webhook, methods=["POST"]),

@@ -4,7 +4,8 @@ A build makes, for the whole catalogue (``/repo/``) and for each source with
 stored files (``/repo/sources/NAME/``), a flat repository (``deb URL ./``):
 
 - ``Packages``: one stanza per stored .deb of an online package, its control
-  paragraph followed by ``Filename``, ``Size`` and the four digests (and a
+  paragraph (``cydia::commercial`` in its ``Tag`` exactly when it is paid)
+  followed by ``Filename``, ``Size`` and the four digests (and a
   ``SileoDepiction`` link when the repository's address is set and the
   package has none of its own); and ``Packages.gz``, ``.xz``, ``.bz2``,
   ``.zst`` of it;
@@ -38,6 +39,7 @@ import orjson
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
 from pkgcat.repository.pieces import FORMATS, cut, join
+from pkgcat.repository.tags import tagged
 from pkgcat.repository.web_depiction import CONTENT_SECURITY_POLICY, web_depiction
 from pkgcat.storage.served import ServedFile, Snapshot
 
@@ -178,14 +180,15 @@ def _has(control: str, name: str) -> bool:
 
 
 def stanza(file: ServedFile, depictions: str | None) -> str:
-    """A Packages stanza: the control paragraph, then what the repository says of the file.
+    """A Packages stanza: the control paragraph (its ``Tag`` saying whether the package is
+    paid: :mod:`pkgcat.repository.tags`), then what the repository says of the file.
 
     With the repository's address, the depictions it serves where the file names none of its
     own: ``SileoDepiction`` (Sileo's native one) and ``Depiction`` (the web page, the only one
     Zebra v1 reads: ``Zebra/Parsel/parsel.c`` on branch v1, line 376 at c615ab4); and the
     catalogue's icon where the file has no ``Icon`` (an https address only).
     """
-    lines = [file.control]
+    lines = [tagged(file.control, file.paid)]
     if depictions and not _has(file.control, "SileoDepiction"):
         lines.append(f"SileoDepiction: {depictions}{file.package}.json")
     if depictions and not _has(file.control, "Depiction"):

@@ -36,6 +36,7 @@ from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import mailer_for
 from pkgcat.store.payments import Payment, platform_for
+from pkgcat.versions import Preference
 
 if TYPE_CHECKING:
     from pkgcat.store.stripe_platform import Change  # the stripe extra
@@ -74,7 +75,8 @@ class Device:
 
 
 def device(udid: str | None, model: str | None) -> Device:
-    """The device a request names; every POST of the protocol carries it."""
+    """The device a request names: every POST of the protocol carries it, but Zebra's
+    ``sign_out`` (a token alone) and a signed-out ``GET package/ID/info`` (no body)."""
     if not udid or not UDID.fullmatch(udid):
         raise StoreError("udid is missing or malformed")
     model = (model or "").strip()
@@ -108,6 +110,7 @@ class Store:
         self._clock = clock
         self._downloads_base = _downloads_base(settings)
         self._limiter = open_code_limiter(settings)
+        self._preference = Preference(settings.architecture_preference)
 
     @property
     def test_mode(self) -> bool:
@@ -177,8 +180,12 @@ class Store:
 
     # Tokens ------------------------------------------------------------------------------
 
-    async def buyer(self, token: str | None, where: Device) -> db.TokenRecord:
-        """The sign-in a token names, on this device; refused with ``invalidate`` otherwise."""
+    async def buyer(self, token: str | None, where: Device | None) -> db.TokenRecord:
+        """The sign-in a token names, on this device; refused with ``invalidate`` otherwise.
+
+        ``where`` None: a request that names no device (Zebra's sign-out), which the
+        token alone identifies.
+        """
         if not token:
             raise StoreError("sign in first: this needs a token", 401)
         found = await self._run(db.find_token, digest(token))
@@ -186,7 +193,7 @@ class Store:
             raise StoreError(
                 "this sign-in is not valid any more; sign in again", 401, invalidate=True
             )
-        if found.udid != where.udid:
+        if where is not None and found.udid != where.udid:
             raise StoreError(
                 "this token was issued to another device; sign in again", 401, invalidate=True
             )
@@ -197,7 +204,9 @@ class Store:
         items = await self._run(db.owned_packages, buyer.buyer_id)
         return {"items": items, "user": {"name": buyer.email, "email": buyer.email}}
 
-    async def sign_out(self, token: str | None, where: Device) -> dict[str, object]:
+    async def sign_out(self, token: str | None, where: Device | None) -> dict[str, object]:
+        """Revoke the token. Zebra v1 sends the token alone (``ZBPaymentVendor.m``,
+        ``signOut``), Sileo with the device: either way whoever holds the token may end it."""
         await self.buyer(token, where)
         assert token is not None
         await self._run(db.revoke_token, digest(token), self.now())
@@ -212,11 +221,14 @@ class Store:
         return found
 
     async def package_info(
-        self, package: str, token: str | None, where: Device
+        self, package: str, token: str | None, where: Device | None
     ) -> dict[str, object]:
+        """Price and ownership; ``where`` None for Zebra's signed-out GET (no device, no token)."""
         found = await self._for_sale(package)
         purchased = False
         if token:
+            if where is None:
+                raise StoreError("udid is missing or malformed")
             buyer = await self.buyer(token, where)
             purchased = await self._run(db.owns, buyer.buyer_id, found.id)
         if found.price is None:
@@ -236,7 +248,14 @@ class Store:
         self, package: str, token: str | None, secret: str | None, where: Device
     ) -> dict[str, object]:
         buyer = await self.buyer(token, where)
-        if not secret or not secrets.compare_digest(digest(secret), buyer.secret_hash):
+        # The payment secret is the device owner's consent (passcode or biometrics), and a
+        # device without a passcode has none to give: Sileo then leaves it out
+        # (PaymentProvider.swift, postRequest) and Zebra v1 sends null (ZBPaymentVendor.m,
+        # initiatePurchaseForPackage). Such a purchase goes on with the token alone: no
+        # platform here takes money without the buyer's own confirmation (Stripe Checkout
+        # is a page the buyer pays on; test mode takes none). A secret that is sent must be
+        # this sign-in's; another one means the device's credentials are not a pair.
+        if secret and not secrets.compare_digest(digest(secret), buyer.secret_hash):
             raise StoreError("the payment secret does not match this sign-in", 401, invalidate=True)
         found = await self._for_sale(package)
         if await self._run(db.owns, buyer.buyer_id, found.id):
@@ -271,22 +290,45 @@ class Store:
         return {"status": -1}
 
     async def authorize_download(
-        self, package: str, token: str | None, version: str | None, where: Device
+        self,
+        package: str,
+        token: str | None,
+        version: str | None,
+        architecture: str | None,
+        where: Device,
     ) -> dict[str, object]:
+        """The URL of the file the device asked for: this version, for its architecture.
+
+        Sileo and Zebra send ``version`` and ``repo``, and ``architecture`` where they
+        know it; the file is never another architecture's. Without an architecture, the
+        version's one file, or of several the one ``PKGCAT_ARCHITECTURES`` prefers.
+        A free package's file (one a stale index still showed as paid) is answered
+        with its plain address, which needs no grant.
+        """
         buyer = await self.buyer(token, where)
+        if not version:
+            raise StoreError("version is missing")
         found = await self._for_sale(package)
+        served = await self._served.current()
+        files = [e for e in served.pool.values() if e.package == package and e.version == version]
+        if not files:
+            raise StoreError(f"no file of {package} {version} is served here", 404)
+        if architecture:
+            chosen = [e for e in files if e.architecture == architecture]
+            if not chosen:
+                built = ", ".join(sorted(e.architecture for e in files))
+                raise StoreError(
+                    f"no file of {package} {version} for {architecture} is served here"
+                    f" (it is built for {built})",
+                    404,
+                )
+            files = chosen
+        entry = min(files, key=lambda e: self._preference.rank(e.architecture))
+        path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
+        if not entry.paid:
+            return {"url": self._downloads_base + path}
         if not await self._run(db.owns, buyer.buyer_id, found.id):
             raise StoreError(f"{package} is not bought by this account", 403)
-        served = await self._served.current()
-        files = [
-            e
-            for e in served.pool.values()
-            if e.package == package and (not version or e.version == version)
-        ]
-        if not files:
-            raise StoreError(f"no file of {package} {version or ''} is served here".strip(), 404)
-        entry = files[0]
-        path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
         try:
             signed = await self._served.download_url(path)
         except NoPassphrase:

@@ -268,8 +268,14 @@ def _register_devices(db: Connection, rows: list[PurchaseRow]) -> None:
     )
 
 
-def _set_columns(engine: Engine, validate: Validate[Any], columns: tuple[str, ...]) -> Written:
-    """Set ``columns`` of each package the file names to the row's values."""
+def _set_columns(
+    engine: Engine,
+    validate: Validate[Any],
+    columns: tuple[str, ...],
+    stamp: int | None = None,
+) -> Written:
+    """Set ``columns`` of each package the file names to the row's values (and its
+    ``updated_at`` to ``stamp``, when given, for each row that changes)."""
     p = t.packages
     with engine.begin() as db:
         checked = validate(_catalogue(db))
@@ -284,11 +290,12 @@ def _set_columns(engine: Engine, validate: Validate[Any], columns: tuple[str, ..
             )
         }
         changed = [
-            (*values, row.package_id)
+            (*values, *([] if stamp is None else [stamp]), row.package_id)
             for row in rows
             if current[row.package_id] != (values := tuple(getattr(row, c) for c in columns))
         ]
-        update_rows(db, p, "id", columns, changed)
+        written = columns if stamp is None else (*columns, "updated_at")
+        update_rows(db, p, "id", written, changed)
     return Written(len(rows), 0, len(changed), len(rows) - len(changed), checked.ignored)
 
 
@@ -299,5 +306,10 @@ def write_stats(engine: Engine, validate: Validate[StatsRow]) -> Written:
 
 
 def write_prices(engine: Engine, validate: Validate[PriceRow]) -> Written:
-    """Set the price and currency of each package the file names."""
-    return _set_columns(engine, validate, ("price", "currency"))
+    """Set the price and currency of each package the file names.
+
+    A package whose price changes is stamped ``updated_at``: the served indexes show the
+    price (a paid package's ``Tag``, its depiction), and their ``Last-Modified`` is the
+    latest such stamp, which clients that ask with ``If-Modified-Since`` (Zebra) compare.
+    """
+    return _set_columns(engine, validate, ("price", "currency"), int(time.time()))
