@@ -347,3 +347,23 @@ def test_two_spellings_of_one_version_sent_at_once_publish_one_file(
     finally:
         engine.dispose()
     assert scalar(database_url, "SELECT count(*) FROM deb_files") == 1 + rounds
+
+
+def test_the_same_bytes_written_twice_change_nothing_the_second_time(
+    catalogue: dict[str, str], tmp_path: Path, database_url: str, blob_dir: Path
+) -> None:
+    # Two uploads of one file, both past their read: the second transaction finds it and
+    # writes nothing (the idempotent answer), rather than failing on the file's key.
+    info = inspect_deb(
+        build_deb(tmp_path, "com.alpha.again", "0:1.0"),
+        base_url="https://alpha.example/",
+        max_bytes=1 << 20,
+    )
+    engine = engine_for(database_url)
+    try:
+        assert _write(engine, info) is True
+        before = state(database_url, blob_dir)
+        assert _write(engine, info) is False
+    finally:
+        engine.dispose()
+    assert state(database_url, blob_dir) == before

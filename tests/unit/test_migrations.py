@@ -4,6 +4,7 @@ are idempotent, and every one of them can be undone and redone."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,7 +45,10 @@ def differences(url: str) -> list[object]:
     """What the database's schema lacks or has beyond the one the code describes."""
     engine = engine_for(url)
     try:
-        with engine.connect() as connection:
+        with engine.connect() as connection, warnings.catch_warnings():
+            # uq_packages_folded indexes lower(package): neither dialect reflects an expression
+            # index, so the comparison leaves it out (test_0011_... checks what it refuses).
+            warnings.filterwarnings("ignore", "(?i).*expression-based index '?uq_packages_folded")
             found: list[object] = compare_metadata(MigrationContext.configure(connection), metadata)
             return found
     finally:
