@@ -143,6 +143,37 @@ def test_a_package_of_another_source_is_skipped(
     assert package_row(admin, "com.shared.tweak").version == "1.0"
 
 
+def test_mixed_case_ids_import_but_never_a_second_spelling_of_one(
+    tmp_path: Path, load: Importer, admin: CatalogueAdmin
+) -> None:
+    # Repositories in the wild hold ids with capitals; apt reads them without regard to case,
+    # so another source's id, or this one's, in another case would be the same package.
+    write_repo(tmp_path / "one", [stanza("com.shared.tweak"), stanza("Com.One.Mixed")])
+    write_repo(
+        tmp_path / "two",
+        [
+            stanza("COM.SHARED.TWEAK", "9.0"),
+            stanza("com.one.mixed", "9.0"),
+            stanza("Com.Two.Mixed"),
+            stanza("com.two.MIXED", "2.0"),
+        ],
+    )
+    first = load(tmp_path / "one", source="One", url="https://one.example/").as_dict()
+    assert (first["skipped"], first["packages"]["added"]) == ([], 2)
+    summary = load(tmp_path / "two", source="Two", url="https://two.example/").as_dict()
+    assert [(s["line"], s["package"], s["reason"]) for s in summary["skipped"]] == [
+        (1, "COM.SHARED.TWEAK", "package belongs to source 'One' (as 'com.shared.tweak', in another letter case)"),
+        (8, "com.one.mixed", "package belongs to source 'One' (as 'Com.One.Mixed', in another letter case)"),
+        (22, "com.two.MIXED", "same package as 'Com.Two.Mixed' in another letter case"),
+    ]  # fmt: skip
+    assert package_row(admin, "com.shared.tweak").version == "1.0"
+    assert package_row(admin, "Com.Two.Mixed").version == "1.0"
+    # Imported again, unchanged: the same skips, nothing written.
+    again = load(tmp_path / "two", source="Two", url="https://two.example/").as_dict()
+    assert len(again["skipped"]) == 3
+    assert again["packages"]["added"] == 0
+
+
 def test_a_commercial_package_has_no_price_until_the_operator_gives_one(
     tmp_path: Path, load: Importer, admin: CatalogueAdmin
 ) -> None:

@@ -98,7 +98,7 @@ class Apt:
     def source(self, url: str, key: Path) -> None:
         (self.root / "etc/sources.list").write_text(f"deb [signed-by={key}] {url} ./\n")
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, program: str = "apt-get") -> subprocess.CompletedProcess[str]:
         root = self.root
         options = {
             "Dir": str(root),
@@ -120,7 +120,7 @@ class Apt:
             "Acquire::Retries": "0",
             "Acquire::http::Proxy": "DIRECT",
         }
-        command = ["apt-get", "-q", *(f"-o{k}={v}" for k, v in options.items()), *args]
+        command = [program, "-q", *(f"-o{k}={v}" for k, v in options.items()), *args]
         return subprocess.run(
             command, capture_output=True, text=True, cwd=root / "downloads", timeout=120
         )
@@ -288,3 +288,49 @@ def test_a_package_uploaded_through_the_api_reaches_apt(
     assert download.returncode == 0, download.stdout + download.stderr
     [fetched] = (apt.root / "downloads").glob("com.alpha.uploaded_*.deb")
     assert fetched.read_bytes() == first.read_bytes()
+
+
+def test_apt_sees_no_other_candidate_after_a_takeover_by_case_or_by_version_spelling(
+    repository: tuple[Served, Path], tmp_path: Path
+) -> None:
+    """Another source's COM.ALPHA.TOOL, and 0:1.2-1 with other bytes, are both refused.
+
+    apt would read either as com.alpha.tool: its cache finds a package's group by a hash
+    of the name in lower case (apt-pkg/pkgcache.cc, pkgCache::sHash, tolower_ascii_unsafe
+    of each character; pkgCache::FindGrp), and dpkg's version order finds 0:1.2-1 equal to
+    1.2-1 (lib/dpkg/version.c, dpkg_version_compare: a missing epoch is 0).
+    """
+    served, key = repository
+    env = served.env
+    subprocess.run([PKGCAT, "source", "add", "Intruder", "--url", "https://i.example/"], env=env)
+    attempts = {
+        "upper case": build_deb(tmp_path, "COM.ALPHA.TOOL", "3.0", ARCH, payload="theirs"),
+        "epoch spelt": build_deb(tmp_path, "com.alpha.tool", "0:1.2-1", ARCH, payload="theirs"),
+    }
+    for source in ("Intruder", "Alpha"):
+        for name, deb in attempts.items():
+            done = subprocess.run(
+                [PKGCAT, "publish", str(deb), "--source", source],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode == 1, (name, source, done.stdout)
+    apt = Apt(tmp_path / "apt")
+    apt.source(f"{served.base}/repo/", key)
+    update = apt.run("update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    policy = apt.run("policy", "com.alpha.tool", program="apt-cache")
+    assert policy.returncode == 0, policy.stderr
+    assert "Candidate: 1.2-1" in policy.stdout
+    # The version table: one line per version apt knows of, "     VERSION PRIORITY".
+    assert re.findall(r"^ +(\S+) \d+$", policy.stdout, re.MULTILINE) == ["1.2-1"], policy.stdout
+    download = apt.run("download", "com.alpha.tool")
+    assert download.returncode == 0, download.stdout + download.stderr
+    [fetched] = (apt.root / "downloads").glob("com.alpha.tool_*.deb")
+    assert (
+        b"theirs"
+        not in subprocess.run(
+            ["dpkg-deb", "--fsys-tarfile", str(fetched)], capture_output=True, check=True
+        ).stdout
+    )

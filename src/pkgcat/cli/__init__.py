@@ -47,6 +47,7 @@ COMMANDS: dict[str, _Entry] = {
     "webhook": _Entry("webhooks", "app", "Applications' webhook endpoints."),
     "deliver": _Entry("deliver", "deliver", "Deliver webhook events until interrupted."),
     "buyer": _Entry("buyers", "app", "The store's buyers: list them, revoke their sign-ins."),
+    "check": _Entry("checks", "app", "Check the catalogue against rules older data may break."),
     "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),
 }
 """Every command, in the order ``pkgcat --help`` lists them."""

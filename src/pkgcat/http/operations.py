@@ -589,8 +589,9 @@ WRITES: tuple[Operation, ...] = (
         (),
         (Variant(shaped(m.PackageA, m.PackageB)),),
         errors=WRITE_ERRORS,
-        invalid="file (not a .deb, over the size limit, another source's package, a "
-        "version published with other bytes) or Idempotency-Key",
+        invalid="file (not a .deb, over the size limit, a package id with capitals, another "
+        "source's package in any letter case, a version published with other bytes under "
+        "any spelling) or Idempotency-Key",
         client="upload",
         method="POST",
         scope="publish",

@@ -112,7 +112,12 @@ class Loader:
         self._ids: dict[Key, int] = {(p, v, a): i for i, p, v, a, _ in state.records}
         self._known: dict[str, Key] = {fp: (p, v, a) for _, p, v, a, fp in state.records}
         self._owned = state.owned
-        self._others = state.others
+        # apt reads package names without regard to case: by the id in lower case, who holds
+        # it (another source, then its spelling), and how this source spells it.
+        self._others = {
+            package.lower(): (owner, package) for package, owner in state.others.items()
+        }
+        self._spelt = {package.lower(): package for package in state.owned}
         self._seen_fingerprints: dict[str, str] = {}
         self._current: dict[Key, str] = {}
         """Every record of the indexes read so far: key to where it was read."""
@@ -182,9 +187,9 @@ class Loader:
                 )
                 self._skip(index, line, record.package, reason)
                 continue
-            owner = self._others.get(record.package)
-            if owner is not None:
-                self._skip(index, line, record.package, f"package belongs to source {owner!r}")
+            taken = self._taken(record.package)
+            if taken is not None:
+                self._skip(index, line, record.package, taken)
                 continue
             self._current[key] = where
             self._changed.add(key)
@@ -194,6 +199,27 @@ class Loader:
             else:
                 self._updates.append((record, fingerprint, record_id))
         self._stanzas = []
+
+    def _taken(self, package: str) -> str | None:
+        """Why the package id is not this source's to hold (None: it is).
+
+        One package row per id in any letter case (migration 0011): a stanza whose id
+        another source holds in any case is skipped, and so is one that differs only in
+        case from an id this source holds already or read earlier in this import.
+        """
+        if package in self._owned:
+            return None
+        folded = package.lower()
+        other = self._others.get(folded)
+        if other is not None:
+            owner, spelt = other
+            if spelt == package:
+                return f"package belongs to source {owner!r}"
+            return f"package belongs to source {owner!r} (as {spelt!r}, in another letter case)"
+        spelt = self._spelt.setdefault(folded, package)
+        if spelt != package:
+            return f"same package as {spelt!r} in another letter case"
+        return None
 
     def _skip(self, index: Index, line: int, package: str, reason: str) -> None:
         self.outcome.skipped.append(Skipped(index.name, line, package, reason))

@@ -8,13 +8,24 @@ published, or raises :class:`~pkgcat.repository.debs.Refused` with the reason.
 Order, so that a refused or interrupted publish leaves nothing behind:
 
 1. the file is read and checked (:func:`~pkgcat.repository.debs.inspect_deb`),
-   and the catalogue is read once: the source must exist, the package must not
-   belong to another source, and a file of the same package, version and
-   architecture must be these very bytes (then the publish changes nothing);
+   its package id must be lower case, and the catalogue is read once: the source
+   must exist, the package must not belong to another source in any letter case,
+   and a file of the same package, an equal version and the same architecture
+   must be these very bytes (then the publish changes nothing);
 2. the blob is stored, verified against its digest;
-3. one transaction writes the file's row, its record and its package row. If
-   it fails (another publish took the same version meanwhile, the database is
-   gone), the blob stored in step 2 is deleted again, unless it was there before.
+3. one transaction checks the catalogue again and writes the file's row, its
+   record and its package row. If it fails (another publish took the package or
+   an equal version meanwhile, the database is gone), the blob stored in step 2
+   is deleted again, unless it was there before.
+
+Ids and versions are compared as apt and dpkg compare them, since they are what
+a device installs by: apt matches package names without regard to case (so
+``COM.ALPHA.TWEAK`` would be an upgrade of ``com.alpha.tweak``), and dpkg finds
+``0:1.0``, ``1.0-0`` and ``1.00`` equal to ``1.0``. A published (package,
+version, architecture) never changes its bytes, however the version is spelt:
+the same bytes sent again change nothing (``created`` false; being the same
+control file, they spell the version as before); other bytes under any equal
+spelling are refused, the message naming the stored spelling.
 """
 
 from __future__ import annotations
@@ -29,7 +40,14 @@ from sqlalchemy.exc import IntegrityError
 
 from pkgcat.repository.debs import DebInfo, Refused, check_size, inspect_deb
 from pkgcat.storage.blobs import BlobStore
-from pkgcat.storage.writes.published import read_owner, source_address, write_published
+from pkgcat.storage.writes.published import (
+    KeyTaken,
+    Owner,
+    check_key,
+    read_owner,
+    source_address,
+    write_published,
+)
 from pkgcat.versions import Preference
 
 
@@ -49,6 +67,27 @@ class Published:
     """False when these very bytes were published already: nothing changed."""
 
 
+def _refusal(owner: Owner, source: str, package: str, version: str, architecture: str) -> str:
+    """Why the catalogue refuses the file: the owner's source, or the stored spelling."""
+    if owner.package_source is not None and owner.package_source != source:
+        if owner.package == package:
+            return f"package {package!r} belongs to source {owner.package_source!r}"
+        return (
+            f"package {package!r} belongs to source {owner.package_source!r} "
+            f"(as {owner.package!r}: apt reads package names without regard to case)"
+        )
+    if owner.package is not None and owner.package != package:
+        return (
+            f"package {package!r} is {owner.package!r} in source {source!r} already "
+            "(apt reads package names without regard to case)"
+        )
+    return (
+        f"{package} {owner.stored_version} ({architecture}) is published already with other "
+        f"bytes; publish a new version"
+        + ("" if owner.stored_version == version else f" ({version!r} is the same version)")
+    )
+
+
 def _inspect(engine: Engine, path: Path, source: str, max_bytes: int) -> tuple[DebInfo, int, bool]:
     """Check the file against itself, then against the catalogue; the source's id and whether new."""
     check_size(path, max_bytes)
@@ -59,15 +98,19 @@ def _inspect(engine: Engine, path: Path, source: str, max_bytes: int) -> tuple[D
     # The source's address resolves relative links (Icon...), as an import of it would.
     info = inspect_deb(path, base_url=base_url, max_bytes=max_bytes)
     package, version, architecture = info.key
-    owner = read_owner(engine, *info.key)
-    if owner.package_source is not None and owner.package_source != source:
-        raise Refused(f"package {package!r} belongs to source {owner.package_source!r}")
-    if owner.stored is not None and owner.stored != info.digests.sha256:
+    if package != package.lower():
+        # Debian policy 5.6.1: "Package names ... must consist only of lower case letters
+        # (a-z), digits (0-9), plus (+) and minus (-) signs, and periods (.)".
         raise Refused(
-            f"{package} {version} ({architecture}) is published already with other bytes; "
-            "publish a new version"
+            f"control: Package: {package!r} must be lower case "
+            f"({package.lower()!r}; Debian policy 5.6.1)"
         )
-    return info, source_id, owner.stored is None
+    owner = read_owner(engine, *info.key)
+    try:
+        new = check_key(owner, source, package, info.digests.sha256)
+    except KeyTaken:
+        raise Refused(_refusal(owner, source, package, version, architecture)) from None
+    return info, source_id, new
 
 
 async def publish(
@@ -87,10 +130,11 @@ async def publish(
     if new:
         written = await blobs.put(path, found.sha256)
         try:
-            await anyio.to_thread.run_sync(
+            new = await anyio.to_thread.run_sync(
                 lambda: write_published(
                     engine,
                     source_id=source_id,
+                    source=source,
                     record=record,
                     control=info.control,
                     digests=(found.size, found.md5sum, found.sha1, found.sha256, found.sha512),
@@ -102,6 +146,8 @@ async def publish(
             if written:
                 with anyio.CancelScope(shield=True):
                     await blobs.delete(found.sha256)
+            if isinstance(error, KeyTaken):
+                raise Refused(_refusal(error.owner, source, *info.key)) from None
             if isinstance(error, IntegrityError):
                 raise Refused(
                     f"{record.package} {record.version} ({record.architecture}) was published "

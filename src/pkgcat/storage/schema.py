@@ -23,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
     text,
 )
 
@@ -83,7 +84,13 @@ packages = Table(
         ForeignKey("package_records.id", name="fk_packages_record_id"),
         nullable=True,
     ),
+    # 0, or the row's own id when its package differed only in letter case from an older
+    # row's as migration 0011 ran: uq_packages_folded holds one row per id in any case.
+    Column("case_twin", Integer, nullable=False, server_default="0"),
 )
+
+# apt reads package names without regard to case: one package row per id in any letter case.
+Index("uq_packages_folded", func.lower(packages.c.package), packages.c.case_twin, unique=True)
 
 package_records = Table(
     "package_records",

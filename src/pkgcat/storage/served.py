@@ -4,6 +4,11 @@ One read builds every index: the stored .deb files of online packages, with
 their package's catalogue fields (for the paid rule and the depictions), in
 one snapshot. Not a seam of the request path: the indexes are rebuilt off it,
 in a thread, through SQLAlchemy Core (the same statements on both databases).
+
+A package whose id differs only in letter case from an older package's (a row
+migration 0011 found, ``case_twin`` not 0) is left out: apt takes both for one
+package, so the older one's files alone are listed, and no later source's file
+can pass for an upgrade of them (``pkgcat check package-ids`` lists such rows).
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ def read_served(engine: Engine) -> Snapshot:
         )
         .join(p, (p.c.package == d.c.package) & (p.c.source_id == d.c.source_id))
         .join(s, s.c.id == d.c.source_id)
-        .where(p.c.online.is_(True))
+        .where(p.c.online.is_(True), p.c.case_twin == 0)
         .order_by(d.c.package, d.c.version, d.c.architecture)
     )
     with engine.connect() as db, db.begin():

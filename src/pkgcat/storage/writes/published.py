@@ -13,6 +13,14 @@ version whose file is not listed, nor lists a file without its record:
 
 Triggers move the catalogue generation in the same transaction: details, and
 the served repository's indexes, follow.
+
+Package ids and versions are compared as apt and dpkg compare them, not as
+strings: a package id without regard to letter case (apt's pkgCache hashes and
+matches names case-insensitively; Debian policy 5.6.1 allows lower case only),
+a version by dpkg's order (``0:1.0`` is ``1.0``). The transaction checks both
+again under a lock (:func:`check_key`), and the unique index of migration 0011
+on ``lower(package)`` makes the database refuse a second source's package of the
+same id in any letter case, whatever races it.
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Engine, insert, select, update
+from debian.debian_support import Version
+from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from pkgcat.storage import schema as t
+from pkgcat.storage.engine import write_transaction
 from pkgcat.storage.records import RECORD_COLUMNS, Record
 from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.imports import _copy_statements
@@ -36,9 +46,14 @@ class Owner:
     """What the catalogue already says about a file about to be published."""
 
     package_source: str | None
-    """The name of the source that owns the package already, if any."""
+    """The name of the source that owns the package already (in any letter case), if any."""
+    package: str | None
+    """The package's id as that source holds it (its letter case may differ)."""
     stored: str | None
-    """The SHA-256 of the file already published for this (package, version, architecture)."""
+    """The SHA-256 of the file already published for this package, an equal version and the
+    architecture."""
+    stored_version: str | None
+    """That file's version, as it was spelt when published (``1.0`` for a ``0:1.0`` sent)."""
 
 
 def source_address(engine: Engine, name: str) -> tuple[int, str] | None:
@@ -50,18 +65,70 @@ def source_address(engine: Engine, name: str) -> tuple[int, str] | None:
 
 
 def read_owner(engine: Engine, package: str, version: str, architecture: str) -> Owner:
-    """The package's owner and the file published under the same key, in one short read."""
-    s, p, d = t.sources, t.packages, t.deb_files
+    """The package's owner and the file published under an equal key, in one short read."""
     with engine.connect() as db:
-        owner = db.execute(
-            select(s.c.name).join(p, p.c.source_id == s.c.id).where(p.c.package == package)
-        ).scalar()
-        stored = db.execute(
-            select(d.c.sha256).where(
-                d.c.package == package, d.c.version == version, d.c.architecture == architecture
+        return _owner(db, package, version, architecture)
+
+
+def _owner(
+    db: Connection, package: str, version: str, architecture: str, *, lock: bool = False
+) -> Owner:
+    s, p, d = t.sources, t.packages, t.deb_files
+    query = (
+        select(s.c.name, p.c.package)
+        .join(p, p.c.source_id == s.c.id)
+        .where(func.lower(p.c.package) == package.lower())
+        .order_by(p.c.id)
+        .limit(1)
+    )
+    if lock and db.dialect.name == "postgresql":
+        # Publishes of one package wait for each other here, so that the second one's
+        # read of deb_files below sees the first one's file once it has committed.
+        query = query.with_for_update(of=p)
+    owner = db.execute(query).first()
+    wanted = Version(version)
+    stored = next(
+        (
+            (row.sha256, row.version)
+            for row in db.execute(
+                # A package's files are under its id as its row spells it (one spelling per
+                # package: the index of migration 0011), found through uq_deb_files_key.
+                select(d.c.sha256, d.c.version)
+                .where(
+                    d.c.package == (package if owner is None else owner.package),
+                    d.c.architecture == architecture,
+                )
+                .order_by(d.c.stored_at, d.c.sha256)
             )
-        ).scalar()
-    return Owner(package_source=owner, stored=stored)
+            if Version(row.version) == wanted
+        ),
+        (None, None),
+    )
+    return Owner(
+        package_source=None if owner is None else owner.name,
+        package=None if owner is None else owner.package,
+        stored=stored[0],
+        stored_version=stored[1],
+    )
+
+
+class KeyTaken(Exception):
+    """The package belongs to another source, or an equal version holds other bytes."""
+
+    def __init__(self, owner: Owner) -> None:
+        super().__init__(owner)
+        self.owner = owner
+
+
+def check_key(owner: Owner, source: str, package: str, sha256: str) -> bool:
+    """Whether the file is new; :class:`KeyTaken` when it may not be published to ``source``."""
+    if owner.package_source is not None and (
+        owner.package_source != source or owner.package != package
+    ):
+        raise KeyTaken(owner)
+    if owner.stored is not None and owner.stored != sha256:
+        raise KeyTaken(owner)
+    return owner.stored is None
 
 
 def fingerprint(control: str) -> str:
@@ -73,19 +140,27 @@ def write_published(
     engine: Engine,
     *,
     source_id: int,
+    source: str,
     record: Record,
     control: str,
     digests: tuple[int, str, str, str, str],
     preference: Preference,
     now: int,
-) -> None:
-    """Write the file, its record and its package row in one transaction.
+) -> bool:
+    """Write the file, its record and its package row in one transaction; whether new.
 
-    ``digests``: size, MD5, SHA-1, SHA-256 and SHA-512 of the file. Raises
-    SQLAlchemy's ``IntegrityError`` when another publish took the same key first.
+    ``digests``: size, MD5, SHA-1, SHA-256 and SHA-512 of the file. The owner and
+    the stored file are read again first, under the write lock (SQLite) or the
+    package row's lock (PostgreSQL): :class:`KeyTaken` when another publish made
+    the file unfit meanwhile, False (nothing written) when it published these very
+    bytes. Raises SQLAlchemy's ``IntegrityError`` when another publish took the
+    same package or key first.
     """
-    with engine.begin() as db:
+    with write_transaction(engine) as db:
         key = (record.package, record.version, record.architecture)
+        owner = _owner(db, *key, lock=True)
+        if not check_key(owner, source, record.package, digests[3]):
+            return False
         _insert_file(db, FileRow(source_id, key, control, digests, now))
         _write_record(db, source_id, record, fingerprint(control), now)
         new = _show_best(db, source_id, record.package, preference, now)
@@ -97,6 +172,7 @@ def write_published(
             }
             kind = "package.published" if new else "package.updated"
             outbox.emit(db, [(kind, source_id, facts)], now=now)
+    return True
 
 
 def _write_record(db: Connection, source_id: int, record: Record, print_: str, now: int) -> None:
