@@ -10,12 +10,14 @@ one, with pkgcat's own client (:func:`pkgcat.client.webhooks.verify`):
   exclusive lock, so every worker of every process can write to it), saying whether the
   signature held.
 - ``GET``: a page listing what arrived, newest first; every value is escaped, and the page
-  runs no script (the same Content-Security-Policy as the store's pages).
+  runs no script (its Content-Security-Policy allows only its own style).
 """
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import hashlib
 import html
 import time
 from collections.abc import Mapping
@@ -29,8 +31,21 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from pkgcat.client.webhooks import WebhookVerificationError, verify
-from pkgcat.http.store_page import HEADERS
 
+STYLE = (
+    "body{font:15px/1.5 -apple-system,system-ui,sans-serif;margin:2em auto;max-width:60em;"
+    "padding:0 1em}table{border-collapse:collapse;display:block;overflow-x:auto}"
+    "th,td{text-align:left;padding:.3em .8em .3em 0;border-bottom:1px solid #ddd;"
+    "vertical-align:top}td{overflow-wrap:anywhere}"
+)
+HEADERS = {
+    # No script at all; the page's one style, allowed by its digest.
+    "content-security-policy": "default-src 'none'; "
+    f"style-src 'sha256-{base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()}'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
 MAX_BODY = 256 * 1024
 """The largest delivery the receiver reads; events are a few hundred bytes."""
 SHOWN = 200
@@ -118,7 +133,7 @@ def render(entries: list[dict[str, Any]]) -> str:
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         "<title>pkgcat demo: webhook deliveries</title>"
-        '<link rel="stylesheet" href="/store/style.css"></head><body>'
+        f"<style>{STYLE}</style></head><body>"
         "<h1>Webhook deliveries</h1>"
         f"<p>{len(entries)} received by the demo's receiver, newest first.</p>{table}</body></html>"
     )
