@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from pkgcat.errors import ApiError, RateLimited, Unavailable
+from pkgcat.errors import ApiError, RateLimited, RequestInProgress, Unavailable
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -26,6 +26,6 @@ def error_response(error: ApiError) -> tuple[int, bytes, Headers]:
     headers: Headers = []
     if isinstance(error, RateLimited):
         headers.append((b"retry-after", str(error.decision.reset_after).encode()))
-    elif isinstance(error, Unavailable):
+    elif isinstance(error, (Unavailable, RequestInProgress)):
         headers.append((b"retry-after", str(error.retry_after).encode()))
     return error.status, body, headers
