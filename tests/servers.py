@@ -81,6 +81,17 @@ def seed(env: dict[str, str]) -> list[dict[str, Any]]:
     return apps
 
 
+def granted_key(env: dict[str, str], app: dict[str, Any], scope: str) -> str:
+    """A new secret key of a seeded ``app`` with ``scope`` besides read, made by `pkgcat key create`."""
+    granted = subprocess.run(
+        [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
+         "--scope", scope, "--json"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    key: str = json.loads(granted.stdout)["secret_key"]
+    return key
+
+
 @contextmanager
 def serving(
     env: dict[str, str],

@@ -272,6 +272,11 @@ class Settings(BaseSettings):
         ge=60,
         description="How long the answer of a write sent with an `Idempotency-Key` is kept for its retries, in seconds.",
     )
+    idempotency_claim_seconds: int = Field(
+        default=300,
+        ge=10,
+        description="How long a write's `Idempotency-Key` stays claimed by a request that has not answered (its process died, say) before another request of the key may take it over, in seconds.",
+    )
     repository_passphrase: SecretStr | None = Field(
         default=None,
         description="Passphrase that seals the repository's OpenPGP signing keys and download-URL key in the database (16 characters or more); without it the repository is served unsigned.",

@@ -124,6 +124,35 @@ class TooManyFailures(RateLimited):
         )
 
 
+class RequestInProgress(ApiError):
+    """A write whose ``Idempotency-Key`` another request with the same body holds, its work
+    not answered yet: retry after ``Retry-After`` to get that answer (Stripe answers 409 to
+    such a concurrent request, https://docs.stripe.com/api/idempotent_requests).
+
+    Code 16 is the API family's "your request timed out" (Disqus, HTTP 408): the answer is
+    not ready, and the same request sent again gets it."""
+
+    code, status, when = (
+        16,
+        409,
+        "a request with the same Idempotency-Key and body is still in progress; "
+        "retry after Retry-After seconds",
+    )
+    retry_after = 1
+
+
+class KeptRefusal(ApiError):
+    """A write's refusal kept under its ``Idempotency-Key``, answered again to a retry of the
+    same request: the code, HTTP status and message of its first answer."""
+
+    code, status, when = 2, 400, "a refusal kept for the retries of its request"
+
+    def __init__(self, code: int, status: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code  # type: ignore[misc]  # this answer's, as first given
+        self.status = status  # type: ignore[misc]
+
+
 class InternalError(ApiError):
     code, status, when = 15, 500, "internal error; the body carries a request id"
 
@@ -162,5 +191,6 @@ ERROR_TABLE: tuple[type[ApiError], ...] = (
     PermissionDenied,
     RateLimited,
     InternalError,
+    RequestInProgress,
 )
 """Every error the API can answer with, in code order."""

@@ -47,6 +47,7 @@ def test_all_is_exactly_the_public_names() -> None:
         "RateLimitError",
         "Relation",
         "Relations",
+        "RequestInProgressError",
         "Sale",
         "SalesPage",
         "SalesTotal",

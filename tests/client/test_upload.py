@@ -14,6 +14,7 @@ from pkgcat.client import (
     Client,
     InvalidArgumentError,
     PermissionDeniedError,
+    RequestInProgressError,
 )
 from pkgcat.storage.admin import CatalogueAdmin
 from tests.client.conftest import BASE, KEY, Double, InProcess, Waits, answer, invoke, recorded
@@ -41,6 +42,26 @@ def test_every_attempt_sends_the_same_idempotency_key_and_the_file(waits: Waits)
     assert first.headers["idempotency-key"].startswith("pkgcat-client-")
     assert sum(sent) == 2 * len(BODY)  # both attempts, chunk by chunk
     assert len(waits) == 1
+
+
+def test_a_code_16_is_waited_out_for_its_retry_after_and_asked_again(waits: Waits) -> None:
+    """The server's answer to a retry that meets its first attempt still publishing
+    (http/idempotency.py): 409, code 16, ``Retry-After: 1``; the same key again gets the answer."""
+    busy = answer(
+        16, "Idempotency-Key: still in progress", status=409, headers={"retry-after": "1"}
+    )
+    double = Double(busy, answer(0, DETAILS))
+    with Client(BASE, KEY, transport=double.transport, sleep=waits) as client:
+        assert client.upload(BODY).package == DETAILS["package"]
+    first, second = double.requests
+    assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
+    assert waits == [1.0]
+    with (
+        Client(BASE, KEY, transport=Double(busy).transport, sleep=waits, max_retries=1) as client,
+        pytest.raises(RequestInProgressError) as raised,
+    ):
+        client.upload(BODY)
+    assert (raised.value.code, raised.value.status, raised.value.retry_after) == (16, 409, 1.0)
 
 
 def test_a_given_key_and_a_path_are_sent_as_given(waits: Waits, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pkgcat.domain import SHAPES, Shape
 from pkgcat.http.openapi import openapi_document, served
 from pkgcat.http.operations import BY_NAME, DEB, Operation
 from tests.debs import build_deb
-from tests.servers import PKGCAT, environment, seed, serving
+from tests.servers import environment, granted_key, seed, serving
 
 pytestmark = [pytest.mark.server, pytest.mark.generated_client]
 
@@ -151,12 +151,7 @@ def _webhook_cases(
     """The webhook operations' cases: each with a key of the scope on an endpoint made first
     (an address nothing listens on: a test event's attempt is a 200 all the same), and the
     refusals of a read key, an unknown key and an unknown endpoint or event."""
-    granted = subprocess.run(
-        [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
-         "--scope", "webhooks", "--json"],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    key = json.loads(granted.stdout)["secret_key"]
+    key = granted_key(env, app, "webhooks")
     url = "http://127.0.0.1:9/hook"
     made = httpx.post(
         f"{base}/1.0/webhook/create.json",
@@ -235,13 +230,8 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
             _webhook_cases(server.base, env, mine, webhooks, calls, expected)
         for operation in (o for o in operations if o.writes and o.tag != "webhook"):  # the upload
             for shape, app in shaped.items():
-                granted = subprocess.run(
-                    [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
-                     "--scope", operation.scope, "--json"],
-                    env=env, capture_output=True, text=True, check=True,
-                )  # fmt: skip
+                key = granted_key(env, app, operation.scope)
                 deb = build_deb(tmp_path, f"org.generated.{shape.lower()}", "1.0")
-                key = json.loads(granted.stdout)["secret_key"]
                 upload(operation, 200, 0, key, _model_name(operation, shape))
             upload(operation, 403, 9, mine["secret_key"])
             upload(operation, 401, 5, "pkc_not-a-key")

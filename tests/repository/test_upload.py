@@ -10,7 +10,6 @@ import hashlib
 import json
 import re
 import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -22,11 +21,12 @@ from sqlalchemy import text
 
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
+from pkgcat.storage.writes.idempotency import Claim, claim
 from tests.conftest import Api, AppFactory
 from tests.debs import build_deb
 from tests.repository.conftest import Publisher, scalar
 from tests.repository.test_publish import REFUSALS, state
-from tests.servers import PKGCAT, environment, seed, serving
+from tests.servers import environment, granted_key, seed, serving
 
 UPLOAD = "/1.0/package/upload.json"
 DEB = "application/vnd.debian.binary-package"
@@ -252,7 +252,7 @@ def test_an_idempotency_key_replays_the_first_answer(
     assert other.json() == {
         "code": 2,
         "response": "Idempotency-Key: already used with another request body; "
-        "send a new key for a new upload",
+        "send a new key for a new request",
     }
     assert scalar(database_url, "SELECT count(*) FROM idempotency_records") == 1
 
@@ -313,12 +313,7 @@ def test_an_upload_cut_off_on_a_real_connection_leaves_nothing(tmp_path: Path) -
     env = environment(database_url, blob_dir=str(blob_dir))
     with serving(env, tmp_path / "server.log", apps=seed(env)) as server:
         app = server.apps[0]
-        granted = subprocess.run(
-            [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
-             "--scope", "publish", "--json"],
-            env=env, capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        key = json.loads(granted.stdout)["secret_key"]
+        key = granted_key(env, app, "publish")
         deb = build_deb(tmp_path, "com.cut.off", payload="x" * 200_000).read_bytes()
         before = state(database_url, blob_dir)
         with socket.create_connection(("127.0.0.1", server.port)) as connection:
@@ -340,3 +335,78 @@ def test_an_upload_cut_off_on_a_real_connection_leaves_nothing(tmp_path: Path) -
             headers={"authorization": f"Bearer {key}", "content-type": DEB},
         )
         assert whole.status_code == 200, whole.text
+
+
+def _claim_left(database_url: str, key: str, body: bytes, now: int) -> None:
+    """A claim of alpha-a's ``key`` for ``body`` at ``now``, as a request still publishing
+    (or one whose process died then) leaves it."""
+    engine = engine_for(database_url)
+    try:
+        digest = hashlib.sha256(body).hexdigest()
+        claimed = claim(engine, 1, key, "package/upload", digest, now=now, bound=300)
+        assert isinstance(claimed, Claim)
+    finally:
+        engine.dispose()
+
+
+def test_an_upload_whose_key_is_still_in_progress_gets_409_and_publishes_nothing(
+    uploader: Api, publish_key: str, tmp_path: Path, database_url: str, blob_dir: Path
+) -> None:
+    deb = build_deb(tmp_path, "com.alpha.busy", "1.0").read_bytes()
+    _claim_left(database_url, "busy", deb, int(time.time()))
+    before = state(database_url, blob_dir)
+    busy = post(uploader, publish_key, deb, **{"idempotency-key": "busy"})
+    assert busy.status_code == 409, busy.text
+    assert busy.headers["retry-after"] == "1"
+    assert busy.json() == {
+        "code": 16,
+        "response": "Idempotency-Key: a request with this key and body is still in progress; "
+        "retry after 1 s to get its answer",
+    }
+    other = build_deb(tmp_path, "com.alpha.busy", "2.0").read_bytes()
+    refused = post(uploader, publish_key, other, **{"idempotency-key": "busy"})
+    assert refused.status_code == 400
+    assert refused.json()["response"].startswith("Idempotency-Key: already used with another")
+    assert state(database_url, blob_dir) == before
+
+
+def test_a_claim_left_by_a_dead_request_is_taken_over_after_its_bound(
+    uploader: Api, publish_key: str, tmp_path: Path, database_url: str
+) -> None:
+    deb = build_deb(tmp_path, "com.alpha.orphan", "1.0").read_bytes()
+    # Claimed PKGCAT_IDEMPOTENCY_CLAIM_SECONDS (300 by default) ago, never answered.
+    _claim_left(database_url, "orphan", deb, int(time.time()) - 300)
+    answer = post(uploader, publish_key, deb, **{"idempotency-key": "orphan"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["response"]["version"] == "1.0"
+    assert scalar(database_url, "SELECT status FROM idempotency_records") == 200
+
+
+def test_a_refused_upload_is_kept_and_a_fixed_file_needs_a_new_key(
+    uploader: Api, publish_key: str, tmp_path: Path
+) -> None:
+    """As Stripe keeps a 400 once the work began: one key, one request, one answer."""
+    refused = post(uploader, publish_key, b"not a deb", **{"idempotency-key": "broken"})
+    assert refused.status_code == 400
+    assert refused.json() == {"code": 2, "response": "file: not a .deb: not an ar archive"}
+    again = post(uploader, publish_key, b"not a deb", **{"idempotency-key": "broken"})
+    assert (again.status_code, again.content) == (400, refused.content)
+    fixed = build_deb(tmp_path, "com.alpha.fixed").read_bytes()
+    reused = post(uploader, publish_key, fixed, **{"idempotency-key": "broken"})
+    assert reused.status_code == 400
+    assert reused.json()["response"].startswith("Idempotency-Key: already used with another")
+    assert post(uploader, publish_key, fixed, **{"idempotency-key": "new"}).status_code == 200
+
+
+def test_a_server_error_gives_the_key_back_and_the_retry_publishes(
+    uploader: Api, publish_key: str, tmp_path: Path, database_url: str, blob_dir: Path
+) -> None:
+    deb = build_deb(tmp_path, "com.alpha.fault", "1.0").read_bytes()
+    blob_dir.write_bytes(b"")  # a file where the blob directory should be: the store fails
+    failed = post(uploader, publish_key, deb, **{"idempotency-key": "fault"})
+    assert (failed.status_code, failed.json()["code"]) == (503, 15), failed.text  # storage failed
+    assert scalar(database_url, "SELECT count(*) FROM idempotency_records") == 0
+    blob_dir.unlink()
+    retried = post(uploader, publish_key, deb, **{"idempotency-key": "fault"})
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["response"]["version"] == "1.0"

@@ -7,7 +7,9 @@ real receiver on 127.0.0.1 gets the test events, checked with the client's
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +307,39 @@ def test_writes_are_safe_to_retry_with_an_idempotency_key_and_secrets_are_kept_s
         kept = db.execute(select(r.c.body)).scalars().all()
     assert kept
     assert all(first["secret"].encode() not in bytes(body) for body in kept)
+
+
+def test_twelve_creates_at_once_with_one_key_make_one_endpoint(
+    make_api: AppFactory, alpha: str, receivers: Callable[[], Receiver]
+) -> None:
+    """Two apps over one database, as two servers: the key is claimed before the endpoint is
+    made, so one request makes it; the others get its answer, or code 16 while it is made."""
+    settings = {"webhook_passphrase": PASSPHRASE, "webhook_allow_loopback": True}
+    servers = [make_api(**settings, webhook_delivery="separate") for _ in range(2)]
+    url = receivers().url
+    start = threading.Barrier(12)
+
+    def one(n: int) -> httpx.Response:
+        start.wait(timeout=30)
+        again = {"Idempotency-Key": "hook-race"}
+        return post(
+            servers[n % 2], alpha, "create", url=url, events=["sale.completed"], headers=again
+        )
+
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(one, range(12)))
+    assert {a.status_code for a in answers} <= {200, 409}, [a.text for a in answers]
+    made = [ok(a) for a in answers if a.status_code == 200]
+    assert all(m == made[0] for m in made)  # one endpoint and one secret
+    for busy in (a for a in answers if a.status_code == 409):
+        assert refused(busy, 409, 16).startswith("Idempotency-Key: ")
+        assert busy.headers["retry-after"] == "1"
+        again = {"Idempotency-Key": "hook-race"}
+        retried = post(
+            servers[0], alpha, "create", url=url, events=["sale.completed"], headers=again
+        )
+        assert ok(retried) == made[0]
+    assert [e["id"] for e in listed(servers[0], alpha)] == [made[0]["endpoint"]["id"]]
 
 
 def test_reads_are_get_and_writes_post(hooks: Api, alpha: str) -> None:

@@ -25,6 +25,7 @@ from pkgcat.client._errors import (
     PkgcatError,
     ProtocolError,
     RateLimitError,
+    RequestInProgressError,
     ServerError,
 )
 from pkgcat.client._models import *  # noqa: F403 - its records: what its __all__ names
@@ -43,6 +44,7 @@ __all__ = [
     "PkgcatError",
     "ProtocolError",
     "RateLimitError",
+    "RequestInProgressError",
     "ServerError",
 ]
 # The records, as their modules list them: a new record is exported where it is declared.

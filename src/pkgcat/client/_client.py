@@ -32,6 +32,7 @@ from pkgcat.client._errors import (
     APIConnectionError,
     PkgcatError,
     RateLimitError,
+    RequestInProgressError,
     ServerError,
     error_from_response,
 )
@@ -413,13 +414,13 @@ class _Core:
     def _wait(self, error: PkgcatError, attempt: int) -> float | None:
         """Seconds before the next attempt, or ``None`` when ``error`` goes to the caller.
 
-        Retried: 429 (after ``Retry-After`` when given), 5xx and code 15, and
+        Retried: 429 and code 16 (after ``Retry-After`` when given), 5xx and code 15, and
         connections that failed or timed out. Never any other 4xx: asking again
         would get the same answer.
         """
         if attempt >= self.max_retries:
             return None
-        if isinstance(error, RateLimitError):
+        if isinstance(error, (RateLimitError, RequestInProgressError)):
             if error.retry_after is None:
                 return self.backoff(attempt)
             return error.retry_after if error.retry_after <= MAX_RETRY_AFTER else None

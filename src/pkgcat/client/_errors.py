@@ -11,6 +11,8 @@ The tree::
         ├── PermissionDeniedError    code 12: buyers of another source's package;
         │                            code 9: a key without the scope of a write
         ├── RateLimitError           code 13 or HTTP 429 (``retry_after``)
+        ├── RequestInProgressError   code 16 (HTTP 409): the write's Idempotency-Key is held
+        │                            by the same request, not answered yet (``retry_after``)
         ├── ServerError              code 15 or any HTTP 5xx
         └── ProtocolError            a body that is not the ``{"code", "response"}`` envelope,
                                      or a success whose ``response`` cannot be read
@@ -95,8 +97,8 @@ class PermissionDeniedError(APIError):
     scope a write needs (a read-only key uploading)."""
 
 
-class RateLimitError(APIError):
-    """Code 13 (or HTTP 429): too many requests; ``retry_after`` is in seconds when known."""
+class _Later(APIError):
+    """An answer that says when to ask again: ``retry_after``, in seconds when known."""
 
     def __init__(
         self,
@@ -109,6 +111,15 @@ class RateLimitError(APIError):
     ) -> None:
         super().__init__(message, code=code, status=status, request_id=request_id)
         self.retry_after = retry_after
+
+
+class RateLimitError(_Later):
+    """Code 13 (or HTTP 429): too many requests; ``retry_after`` is in seconds when known."""
+
+
+class RequestInProgressError(_Later):
+    """Code 16 (HTTP 409): a write whose ``Idempotency-Key`` the same request holds, still in
+    progress on the server; asked again after ``retry_after`` seconds, it gives that answer."""
 
 
 class ServerError(APIError):
@@ -127,6 +138,7 @@ _BY_CODE: dict[int, type[APIError]] = {
     12: PermissionDeniedError,
     13: RateLimitError,
     15: ServerError,
+    16: RequestInProgressError,
 }
 
 # Our server writes "<parameter>: <problem>" (docs/api.md, decision 8); other servers may not.
@@ -194,8 +206,8 @@ def error_from_response(
         code = None if envelope is None else 0
         message = f"HTTP {status}: {reason or 'a success envelope on a failed answer'}"
         kind = _by_status(status) or ProtocolError
-    if kind is RateLimitError:
-        return RateLimitError(
+    if issubclass(kind, _Later):
+        return kind(
             message,
             code=code,
             status=status,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from pkgcat.errors import ApiError, BodyTimedOut, RateLimited, Unavailable
+from pkgcat.errors import ApiError, BodyTimedOut, RateLimited, RequestInProgress, Unavailable
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -26,7 +26,7 @@ def error_response(error: ApiError) -> tuple[int, bytes, Headers]:
     headers: Headers = []
     if isinstance(error, RateLimited):
         headers.append((b"retry-after", str(error.decision.reset_after).encode()))
-    elif isinstance(error, Unavailable):
+    elif isinstance(error, (Unavailable, RequestInProgress)):
         headers.append((b"retry-after", str(error.retry_after).encode()))
     elif isinstance(error, BodyTimedOut):  # the rest of the body is not read: no next request
         headers.append((b"connection", b"close"))

@@ -23,6 +23,7 @@ from pkgcat.errors import (
     InternalError,
     MethodNotAllowed,
     RateLimited,
+    RequestInProgress,
     Unavailable,
 )
 from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
@@ -154,7 +155,7 @@ _IF_NONE_MATCH: Schema = {
     "schema": {"type": "string"},
 }
 
-_AUTHENTICATED_ERRORS = {2, 8, 9, 12, 13}
+_AUTHENTICATED_ERRORS = {2, 8, 9, 12, 13, 16}
 """Errors answered after the key was accepted: they carry the rate-limit headers."""
 _MAYBE_AUTHENTICATED_ERRORS = {15}
 """Errors that carry the rate-limit headers when they come after the request was counted
@@ -205,7 +206,7 @@ def _error(error: type[ApiError], description: str, method: str = "GET") -> Sche
             for name, header in _RATE_HEADERS.items()
             if name.startswith("RateLimit-")
         }
-    if issubclass(error, RateLimited) or error is Unavailable:
+    if issubclass(error, RateLimited) or error in (Unavailable, RequestInProgress):
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     if error is MethodNotAllowed:
         headers["Allow"] = {
@@ -322,8 +323,10 @@ _IDEMPOTENCY_KEY: Schema = {
     "in": "header",
     "required": False,
     "description": (
-        "Makes the write safe to retry: the same key with the same body gets the first "
-        "answer again, without a second write; with another body it is code 2. Kept for "
+        "Makes the write safe to retry: the key is claimed before the work, and the same "
+        "key with the same body gets the first answer again (a success or a refusal of the "
+        "request), without a second write; while the first is still in progress, code 16 "
+        "(409) with Retry-After; with another body, code 2. Kept for "
         "`PKGCAT_IDEMPOTENCY_SECONDS` (a day by default)."
     ),
     "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},

@@ -30,6 +30,7 @@ from pkgcat.errors import (
     PackageNotFound,
     PermissionDenied,
     RateLimited,
+    RequestInProgress,
     ScopeMissing,
     Unauthenticated,
     WebhookNotFound,
@@ -574,8 +575,9 @@ DEB = "application/vnd.debian.binary-package"
 """The media type of a .deb (IANA), the body of ``package/upload``."""
 FORM = "multipart/form-data"
 
-WRITE_ERRORS: tuple[type[ApiError], ...] = (*BASE_ERRORS, ScopeMissing)
-"""What every write can answer with besides: a key without the write's scope."""
+WRITE_ERRORS: tuple[type[ApiError], ...] = (*BASE_ERRORS, ScopeMissing, RequestInProgress)
+"""What every write can answer with besides: a key without the write's scope, and its
+Idempotency-Key still held by the same request in progress."""
 
 WRITES: tuple[Operation, ...] = (
     Operation(
@@ -629,6 +631,8 @@ EVENTS = Parameter(
     wanted="a list of event types",
 )
 _HOOK_ERRORS = (*WRITE_ERRORS, WebhookNotFound)
+_WRITE_ONLY = frozenset({RequestInProgress})
+"""A webhook read has no Idempotency-Key, so none of its claims in progress."""
 
 
 def _hook(
@@ -649,7 +653,11 @@ def _hook(
         f"{doc} {_HOOK} {_RETRY}" if writes else f"{doc} {_HOOK}",
         parameters,
         (Variant(same(model)),),
-        errors=_HOOK_ERRORS if ENDPOINT in parameters else WRITE_ERRORS,
+        errors=tuple(
+            e
+            for e in (_HOOK_ERRORS if ENDPOINT in parameters else WRITE_ERRORS)
+            if writes or e not in _WRITE_ONLY
+        ),
         invalid=invalid,
         client="webhook_" + verb.replace("-", "_"),
         command=f"webhook {verb}",

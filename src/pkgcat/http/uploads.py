@@ -9,16 +9,17 @@ until the whole file is here and :func:`~pkgcat.repository.publish.publish`
 has checked it; the temporary file goes in every case, so an interrupted or
 refused upload leaves nothing behind.
 
-With an ``Idempotency-Key`` header, the first answer is kept: the same key
-with the same file gets it again, without a second publish; with another file
-it is refused (code 2 naming the header).
+With an ``Idempotency-Key`` header the upload is done once per key
+(:mod:`pkgcat.http.idempotency`): the key is claimed once the file is here and
+before anything is published, and the same key with the same file gets the
+first answer again (or, while the first is still publishing, a 409 to retry);
+with another file it is refused (code 2 naming the header).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,18 +34,16 @@ from pkgcat import models
 from pkgcat.domain import Caller
 from pkgcat.errors import InvalidArgument
 from pkgcat.http.errors import envelope
+from pkgcat.http.idempotency import idempotency_key, idempotent
 from pkgcat.http.operations import BY_NAME, DEB, FORM
 from pkgcat.repository.debs import Refused
 from pkgcat.repository.uploads import Uploads
 from pkgcat.services import CatalogueService
 from pkgcat.storage.blobs import BlobMismatch
-from pkgcat.storage.writes.idempotency import Kept
 
 OPERATION = BY_NAME["package/upload"]
 FORM_OVERHEAD = 64 * 1024
 """What a multipart form may hold besides the file (boundaries, headers, other fields)."""
-_IDEMPOTENCY_KEY = re.compile(rb"[\x21-\x7e]{1,255}")
-"""Visible ASCII, 1 to 255 characters (Stripe's keys are at most 255)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,49 +188,25 @@ async def receive_deb(incoming: Incoming, limit: int) -> Received:
         raise
 
 
-def idempotency_key(incoming: Incoming) -> str | None:
-    """The request's ``Idempotency-Key``, if any; code 2 naming it when malformed."""
-    key = incoming.header(b"idempotency-key")
-    if key is None:
-        return None
-    if not _IDEMPOTENCY_KEY.fullmatch(key):
-        raise InvalidArgument(
-            "Idempotency-Key", "must be 1 to 255 visible ASCII characters (no space)"
-        )
-    return key.decode("ascii")
-
-
 async def upload(
     service: CatalogueService, uploads: Uploads, caller: Caller, incoming: Incoming
 ) -> bytes:
-    """The handler: receive, (recall,) publish, answer with the details, (keep)."""
-    idempotency = idempotency_key(incoming)
+    """The handler: receive, publish, answer with the details (once per Idempotency-Key)."""
+    key = idempotency_key(incoming)
     received = await receive_deb(incoming, uploads.max_bytes)
-    try:
-        application = caller.application.id
-        if idempotency is not None:
-            kept = await uploads.recall(application, idempotency)
-            if kept is not None:
-                return _replayed(kept, received.sha256)
+
+    async def work() -> bytes:
         try:
             published = await uploads.publish(received.path, caller.application.source_id)
         except (Refused, BlobMismatch) as error:
             raise InvalidArgument("file", str(error)) from None
         package = await service.published_details(published.package)
-        body = envelope(models.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
-        if idempotency is not None:
-            answer = Kept(OPERATION.name, received.sha256, 200, body)
-            return _replayed(await uploads.keep(application, idempotency, answer), received.sha256)
-        return body
+        return envelope(models.package_body(package, caller.shape, ZoneInfo(caller.timezone)))
+
+    try:
+        application = caller.application.id
+        return await idempotent(
+            uploads.answers, application, key, OPERATION.name, received.sha256, work
+        )
     finally:
         received.path.unlink(missing_ok=True)
-
-
-def _replayed(kept: Kept, sha256: str) -> bytes:
-    """The kept answer, if it was for this operation and these bytes; else code 2."""
-    if kept.operation != OPERATION.name or kept.request_sha256 != sha256:
-        raise InvalidArgument(
-            "Idempotency-Key",
-            "already used with another request body; send a new key for a new upload",
-        )
-    return kept.body

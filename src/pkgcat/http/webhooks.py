@@ -2,16 +2,16 @@
 
 A write's fields come in its body, a JSON object (``application/json``) or a
 form (``application/x-www-form-urlencoded``), read whole up to
-:data:`MAX_BODY` bytes. With an ``Idempotency-Key`` the first answer is kept as
-an upload's is (an answer holding a signing secret kept sealed): the same key
-with the same body gets it again, with another body code 2. The work itself is
+:data:`MAX_BODY` bytes. With an ``Idempotency-Key`` each write is done once, as an
+upload is (:mod:`pkgcat.http.idempotency`; an answer holding a signing secret
+kept sealed): the same key with the same body gets the first answer again, with
+another body code 2. The work itself is
 synchronous (:class:`~pkgcat.webhooks.managed.Managed`) and runs in a thread.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
@@ -26,6 +26,7 @@ from python_multipart.multipart import parse_options_header
 from pkgcat.domain import Caller
 from pkgcat.errors import InternalError, InvalidArgument, WebhookNotFound
 from pkgcat.http.errors import envelope
+from pkgcat.http.idempotency import idempotency_key, idempotent
 from pkgcat.http.operations import (
     BY_NAME,
     CURSOR,
@@ -37,11 +38,10 @@ from pkgcat.http.operations import (
     Operation,
 )
 from pkgcat.http.params import Query
-from pkgcat.http.uploads import Incoming, idempotency_key
+from pkgcat.http.uploads import Incoming
 from pkgcat.repository.keys import KeyProblem
 from pkgcat.services import CatalogueService
 from pkgcat.storage.webhooks import Attempt, EndpointRecord
-from pkgcat.storage.writes.idempotency import Kept
 from pkgcat.webhooks.endpoints import Created, EndpointRefused, NotFound
 from pkgcat.webhooks.managed import Managed
 
@@ -172,33 +172,18 @@ async def _write(
     incoming: Incoming,
     work: Callable[[Given], Callable[[], dict[str, Any]]],
 ) -> bytes:
-    """Read the fields, recall a kept answer or do ``work(fields)`` and keep its answer."""
+    """Read the fields and do ``work(fields)``, once per Idempotency-Key."""
     key = idempotency_key(incoming)
     fields, raw = await read_fields(incoming)
-    call = work(fields)  # the fields are checked before anything is recalled or done
-    application = caller.application.id
+    call = work(fields)  # the fields are checked before the key is claimed or anything done
     sealed = operation.name in _SECRET_HOLDING
+    answers = managed.sealed_answers if sealed else managed.answers
+
+    async def done() -> bytes:
+        return envelope(await _run(call))
+
     digest = hashlib.sha256(raw).hexdigest()
-    now = int(time.time())
-    if key is not None:
-        kept = await _run(partial(managed.recall, application, key, now, sealed=sealed))
-        if kept is not None:
-            return _replayed(kept, operation, digest)
-    body = envelope(await _run(call))
-    if key is None:
-        return body
-    answer = Kept(operation.name, digest, 200, body)
-    first = await _run(partial(managed.keep, application, key, answer, now, sealed=sealed))
-    return _replayed(first, operation, digest)
-
-
-def _replayed(kept: Kept, operation: Operation, digest: str) -> bytes:
-    if kept.operation != operation.name or kept.request_sha256 != digest:
-        raise InvalidArgument(
-            "Idempotency-Key",
-            "already used with another request; send a new key for a new request",
-        )
-    return kept.body
+    return await idempotent(answers, caller.application.id, key, operation.name, digest, done)
 
 
 async def create(call: Call) -> bytes:

@@ -1,5 +1,5 @@
 """Uploads through the API: :func:`~pkgcat.repository.publish.publish` for a caller's source,
-and the answers kept for retries under an ``Idempotency-Key``.
+and the answers kept for retries under an ``Idempotency-Key`` (:class:`Answers`).
 
 The request path of the server reads through its own drivers (see
 :mod:`pkgcat.storage.sqlite`, :mod:`pkgcat.storage.postgres`); an upload is
@@ -9,7 +9,6 @@ the worker's SQLAlchemy engine (:class:`pkgcat.storage.backends.WriteEngine`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from pkgcat.config import Settings
 from pkgcat.repository.debs import Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.blobs import BlobStore
-from pkgcat.storage.writes.idempotency import Kept, keep, recall
+from pkgcat.storage.writes.idempotency import Answers
 from pkgcat.storage.writes.published import source_name
 from pkgcat.versions import Preference
 
@@ -31,7 +30,9 @@ class Uploads:
     def __init__(self, settings: Settings, blobs: BlobStore, engine: Callable[[], Engine]) -> None:
         """``engine``: the worker's engine, made at its first use (the caller disposes of it)."""
         self.max_bytes = settings.publish_max_bytes
-        self.keep_seconds = settings.idempotency_seconds
+        self.answers = Answers(
+            engine, ttl=settings.idempotency_seconds, bound=settings.idempotency_claim_seconds
+        )
         self._preference = Preference(settings.architecture_preference)
         self._blobs = blobs
         self.engine = engine
@@ -49,16 +50,4 @@ class Uploads:
             source,
             max_bytes=self.max_bytes,
             preference=self._preference,
-        )
-
-    async def recall(self, application_id: int, key: str) -> Kept | None:
-        """The live answer kept for the application under ``key``, if any."""
-        now = int(time.time())
-        return await anyio.to_thread.run_sync(recall, self.engine(), application_id, key, now)
-
-    async def keep(self, application_id: int, key: str, kept: Kept) -> Kept:
-        """Keep an answer for its retries; the answer kept (another request's, if it was first)."""
-        now = int(time.time())
-        return await anyio.to_thread.run_sync(
-            lambda: keep(self.engine(), application_id, key, kept, now=now, ttl=self.keep_seconds)
         )

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
 from pkgcat.config import Settings
 from pkgcat.repository.keys import seal, unseal
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, WebhookStore
-from pkgcat.storage.writes.idempotency import Kept, keep, recall
+from pkgcat.storage.writes.idempotency import Answers
 from pkgcat.webhooks import manual
 from pkgcat.webhooks.delivery import Deliverer, deliverer_for
 from pkgcat.webhooks.endpoints import Created, Endpoints, allowance
@@ -44,6 +44,14 @@ class Managed:
         self._engine = engine
         self._parts: tuple[WebhookStore, Endpoints, Deliverer] | None = None
         self._opening = threading.Lock()  # calls come from several threads at once
+        ttl, bound = settings.idempotency_seconds, settings.idempotency_claim_seconds
+        self.answers = Answers(engine, ttl=ttl, bound=bound)
+        """The answers kept under an ``Idempotency-Key``, as uploads keep theirs."""
+        self.sealed_answers = Answers(
+            engine, ttl=ttl, bound=bound, seal=self._sealed, unseal=self._opened
+        )
+        """Those of the writes whose answer holds a signing secret: kept sealed, as the
+        secret itself is."""
 
     def _open(self) -> tuple[WebhookStore, Endpoints, Deliverer]:
         with self._opening:
@@ -101,31 +109,17 @@ class Managed:
         store, endpoints, deliverer = self._open()
         return manual.redeliver(endpoints, deliverer, store, application_id, endpoint_id, event_id)
 
-    def recall(self, application_id: int, key: str, now: int, *, sealed: bool) -> Kept | None:
-        """The live answer kept under an ``Idempotency-Key``, as uploads keep theirs;
-        ``sealed``: an answer that holds a secret, kept sealed as the secret itself is."""
-        found = recall(self._engine(), application_id, key, now)
-        return self._opened(found) if sealed and found is not None else found
-
-    def keep(self, application_id: int, key: str, kept: Kept, now: int, *, sealed: bool) -> Kept:
-        """Keep ``kept`` for its retries; the answer kept first (see :meth:`recall`)."""
-        ttl = self._settings.idempotency_seconds
-        stored = (
-            replace(kept, body=seal(kept.body, self._passphrase()).encode()) if sealed else kept
-        )
-        first = keep(self._engine(), application_id, key, stored, now=now, ttl=ttl)
-        if first is stored:
-            return kept
-        return self._opened(first) if sealed else first
-
     def _passphrase(self) -> str:
         passphrase = self._settings.webhook_passphrase
         if passphrase is None:
             raise NoWebhookPassphrase
         return passphrase.get_secret_value()
 
-    def _opened(self, kept: Kept) -> Kept:
-        return replace(kept, body=unseal(kept.body.decode("ascii"), self._passphrase()))
+    def _sealed(self, body: bytes) -> bytes:
+        return seal(body, self._passphrase()).encode("ascii")
+
+    def _opened(self, body: bytes) -> bytes:
+        return unseal(body.decode("ascii"), self._passphrase())
 
     def attempts(
         self, application_id: int, endpoint_id: str, *, limit: int, before: int | None
