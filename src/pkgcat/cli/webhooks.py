@@ -12,13 +12,13 @@ import typer
 from pkgcat.cli import group
 from pkgcat.cli._common import admin, fail, load_settings, print_json, print_listing, stdout
 from pkgcat.cli._tables import Column, when
-from pkgcat.client.webhooks import standard_secret
 from pkgcat.config import Settings
 from pkgcat.repository.keys import KeyProblem
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, WebhookStore
 from pkgcat.webhooks import manual
 from pkgcat.webhooks.delivery import deliverer_for
 from pkgcat.webhooks.endpoints import GRACE_SECONDS, Created, EndpointRefused, Endpoints, allowance
+from pkgcat.webhooks.signing import standard_spelling
 
 app = group("webhook")
 
@@ -82,7 +82,7 @@ def _record(endpoint: EndpointRecord) -> dict[str, object]:
 
 def _show_secret(made: Created, as_json: bool, what: str) -> None:
     if as_json:
-        spelt = standard_secret(made.secret)
+        spelt = standard_spelling(made.secret)
         print_json(_record(made.endpoint) | {"secret": made.secret, "standard_secret": spelt})
         return
     stdout.print(f"{what} {made.endpoint.endpoint_id} -> {made.endpoint.url}", markup=False)
@@ -90,7 +90,7 @@ def _show_secret(made: Created, as_json: bool, what: str) -> None:
         f"signing secret (shown once, store it now): [bold]{made.secret}[/]", soft_wrap=True
     )
     stdout.print(
-        f"the same, for Standard Webhooks libraries: [bold]{standard_secret(made.secret)}[/]",
+        f"the same, for Standard Webhooks libraries: [bold]{standard_spelling(made.secret)}[/]",
         soft_wrap=True,
     )
 

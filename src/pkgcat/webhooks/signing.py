@@ -71,6 +71,12 @@ def _key_of(text: bytes) -> bytes:
     return key
 
 
+def standard_spelling(secret: str) -> str:
+    """``secret`` as Standard Webhooks libraries take it: ``whsec_`` and its key in standard
+    base64 (the commands print it; the client's ``standard_secret`` spells it the same)."""
+    return PREFIX + base64.b64encode(_key_of(secret.encode())).decode()
+
+
 @dataclass(frozen=True, slots=True)
 class SigningKey:
     """One active secret, as each scheme keys its HMAC."""
