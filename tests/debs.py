@@ -1,13 +1,17 @@
-"""Tiny .deb files for the tests, built by Debian's own dpkg-deb."""
+"""Tiny .deb files for the tests, built by Debian's own dpkg-deb, and hostile ones built in-process."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 from tests.backends import unavailable
+from tests.ingest.conftest import COMPRESSORS
 
 
 def build_deb(
@@ -62,3 +66,81 @@ def build_deb(
         capture_output=True,
     )
     return out
+
+
+# .debs built in-process, member by member: hostile ones included ------------------------------
+
+CONTROL = (
+    "Package: com.example.built\nVersion: 1.0\nArchitecture: all\n"
+    "Maintainer: Test Maintainer <test@example.invalid>\nDescription: built in-process\n"
+)
+ZEROS = 16 * 1024 * 1024
+"""Zero bytes one compressed piece of a bomb stands for."""
+
+
+def ar_archive(members: list[tuple[str, bytes]]) -> bytes:
+    """An ar archive of ``members`` as dpkg-deb writes one (lib/dpkg/ar.c,
+    ``dpkg_ar_member_put_header``): names without a slash, an odd size padded with ``\\n``."""
+    out = [b"!<arch>\n"]
+    for name, data in members:
+        out.append(f"{name:<16}{0:<12}0     0     100644  {len(data):<10}`\n".encode())
+        out.append(data + b"\n" * (len(data) & 1))
+    return b"".join(out)
+
+
+def tar_archive(files: dict[str, bytes], *, format: int = tarfile.GNU_FORMAT) -> bytes:
+    """A tar archive of regular files (``name``: bytes), with its end-of-archive blocks."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=format) as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def deb_bytes(
+    control: bytes | str = CONTROL,
+    *,
+    control_ext: str = ".gz",
+    data_ext: str = ".gz",
+    control_tar: bytes | None = None,
+    data: bytes | None = None,
+) -> bytes:
+    """A .deb of ``debian-binary``, ``control.tar<control_ext>`` holding ``./control`` and
+    ``data.tar<data_ext>`` holding one small file; ``control_tar`` and ``data``: either
+    member given whole instead, compressed as its name says."""
+    if control_tar is None:
+        raw = control.encode() if isinstance(control, str) else control
+        control_tar = COMPRESSORS[control_ext](tar_archive({"./control": raw}))
+    if data is None:
+        data = COMPRESSORS[data_ext](tar_archive({"./usr/share/built/file.txt": b"hello\n"}))
+    return ar_archive(
+        [
+            ("debian-binary", b"2.0\n"),
+            (f"control.tar{control_ext}", control_tar),
+            (f"data.tar{data_ext}", data),
+        ]
+    )
+
+
+@functools.cache
+def _zeros(extension: str) -> bytes:
+    return COMPRESSORS[extension](bytes(ZEROS))
+
+
+def zeros_tar(name: str, size: int, extension: str) -> bytes:
+    """A compressed tar archive of one file of ``size`` zero bytes (a multiple of
+    :data:`ZEROS`), cheap to build: the header, one compressed piece of zeros repeated,
+    then the end, each compressed on its own. gzip members, xz and bzip2 streams and zstd
+    frames may follow one another in one file; lzma's legacy format may not, so a .lzma
+    one is compressed whole."""
+    assert size % ZEROS == 0
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = size, 0o644
+    header = info.tobuf(tarfile.GNU_FORMAT)
+    end = bytes(2 * tarfile.BLOCKSIZE)
+    if extension in ("", ".lzma"):
+        return COMPRESSORS[extension](header + bytes(size) + end)
+    compress = COMPRESSORS[extension]
+    return compress(header) + _zeros(extension) * (size // ZEROS) + compress(end)

@@ -38,6 +38,12 @@ DEFAULT_DEPICTION_MAX_BYTES = 1 * MIB
 DEFAULT_DEPICTION_MAX_DEPTH = 64
 DEFAULT_DEPICTION_DEADLINE = 30
 """The import's caps and deadlines (docs/configuration.md, "Outbound requests and imports")."""
+DEFAULT_PUBLISH_MAX_BYTES = 256 * MIB
+DEFAULT_PUBLISH_MAX_UNPACKED_BYTES = 1024 * MIB
+"""A .deb's control.tar or data.tar once decompressed: four times the largest .deb accepted by
+default. Programs and text unpack to two to four times their xz or zstd size, so a package
+as large as may be published fits; what unpacks to more is a bomb, or more than a phone
+should install (docs/configuration.md)."""
 """What one worker's caches may hold together, by default (docs/configuration.md)."""
 MIN_CONNECTION_BUFFER = 8 * KIB + 64 * KIB
 """72 KiB: a target (URI) over 65,534 bytes must reach the HTTP server's 414 rule first."""
@@ -263,9 +269,17 @@ class Settings(BaseSettings):
         default=None, description="S3 secret access key (a secret: from the environment only)."
     )
     publish_max_bytes: int = Field(
-        default=256 * 1024 * 1024,
+        default=DEFAULT_PUBLISH_MAX_BYTES,
         ge=1024,
         description="Largest .deb file `pkgcat publish` and the upload operation accept, in bytes.",
+    )
+    publish_max_unpacked_bytes: int = Field(
+        default=DEFAULT_PUBLISH_MAX_UNPACKED_BYTES,
+        ge=1024,
+        description=(
+            "Most bytes a published .deb's control.tar or data.tar may hold once decompressed; "
+            "a .deb is read as a stream and refused as soon as one passes it."
+        ),
     )
     idempotency_seconds: int = Field(
         default=24 * 60 * 60,

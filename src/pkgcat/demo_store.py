@@ -35,6 +35,7 @@ from sqlalchemy import Engine
 from pkgcat.config import Settings
 from pkgcat.demo import DemoCatalogue
 from pkgcat.demo_debs import deb
+from pkgcat.repository.debs import DebLimits
 from pkgcat.repository.keys import create_key, list_keys
 from pkgcat.repository.publish import publish
 from pkgcat.storage.admin import CatalogueAdmin
@@ -139,7 +140,7 @@ async def _publish_all(settings: Settings, engine: Engine, plan: DemoCatalogue, 
                 blobs,
                 path,
                 source,
-                max_bytes=settings.publish_max_bytes,
+                limits=DebLimits.from_settings(settings),
                 preference=Preference(settings.architecture_preference),
                 now=package["released_at"],  # its release date stays the catalogue's
             )

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from pkgcat.config import Settings
 from pkgcat.ingest import CompressionError, ReleaseError, VerificationError
 from pkgcat.ingest.compatible import compatibility
-from pkgcat.ingest.compression import EXTENSIONS, decompress, extension_of
+from pkgcat.ingest.compression import EXTENSIONS, decoded, decompress, extension_of
 from pkgcat.ingest.release import parse_release
 from pkgcat.versions import Preference, best
 from tests.ingest.conftest import COMPRESSORS
@@ -122,6 +122,16 @@ def test_compressions_in_apts_order_each_decoded() -> None:
     for extension in EXTENSIONS:
         assert extension_of(f"dir/Packages{extension}") == extension
         assert decompress(f"Packages{extension}", COMPRESSORS[extension](data), len(data)) == data
+
+
+@pytest.mark.parametrize("extension", EXTENSIONS)
+def test_a_stream_decodes_alike_however_its_chunks_are_cut(extension: str) -> None:
+    # A .deb's members are decoded as they are read from disk, chunk by chunk.
+    data = b"Package: a\nVersion: 1\n" * 2000
+    packed = COMPRESSORS[extension](data) * 2  # two streams (frames, members) in a row
+    for size in (1, 7, 4096, len(packed)):
+        chunks = (packed[i : i + size] for i in range(0, len(packed), size))
+        assert b"".join(decoded(extension, chunks)) == data * 2
 
 
 @pytest.mark.parametrize("extension", [".zst", ".xz", ".lzma", ".bz2", ".gz", ".lz4"])

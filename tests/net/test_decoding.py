@@ -37,3 +37,17 @@ def test_data_cut_short_or_foreign_is_an_error() -> None:
         decoded(whole[: len(whole) // 2])
     with pytest.raises(zlib.error):
         decoded(b"not gzip at all")
+
+
+def test_a_member_that_ends_on_a_piece_boundary_is_followed_by_the_next_once() -> None:
+    # When a member's last piece fills max_length, zlib leaves what follows the member in both
+    # unconsumed_tail and unused_data (CPython's Modules/zlibmodule.c): read once, not twice.
+    one, two = b"\0" * (2 * PIECE), b"\1" * (2 * PIECE)
+    members = gzip.compress(one) + gzip.compress(two) + gzip.compress(b"end\n")
+    inflater, out = Inflater(), bytearray()
+    for piece in inflater.feed(members):
+        out += piece
+        size = len(out)
+        assert size <= 4 * PIECE + 4, "more bytes than the members hold"
+    inflater.end()
+    assert bytes(out) == one + two + b"end\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,16 +14,17 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from pkgcat.ingest import ImportOptions, import_repository
-from pkgcat.repository.debs import DebInfo, inspect_deb
+from pkgcat.repository.debs import DebInfo, DebLimits, inspect_deb
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.served import read_served
 from pkgcat.storage.writes.published import KeyTaken, write_published
 from pkgcat.versions import Preference
 from tests.conftest import Api
-from tests.debs import build_deb
+from tests.debs import ZEROS, build_deb, deb_bytes, zeros_tar
 from tests.ingest.conftest import stanza, write_repo
 from tests.repository.conftest import Publisher, scalar
+from tests.repository.test_debs import REFUSED_BY_DPKG
 
 
 def state(database_url: str, blob_dir: Path) -> tuple[object, ...]:
@@ -110,9 +112,37 @@ def _upper_case(tmp_path: Path) -> Path:
     return build_deb(tmp_path, "COM.BETA.PAID", "9.0")
 
 
+def _written(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "built.deb"
+    path.write_bytes(data)
+    return path
+
+
+def _dpkg_refuses(case: str) -> Callable[[Path], Path]:
+    """A case of tests/repository/test_debs.py that dpkg-deb refuses too, as a file."""
+    make = REFUSED_BY_DPKG[case][0]
+    return lambda tmp_path: _written(tmp_path, make(deb_bytes()))
+
+
+def _control_bomb(tmp_path: Path) -> Path:
+    return _written(tmp_path, deb_bytes(control_tar=zeros_tar("./control", 32 * ZEROS, ".gz")))
+
+
 REFUSALS = {
     "not an ar archive": (_not_ar, "not a .deb: not an ar archive"),
-    "no data archive": (_no_data, "not a .deb"),
+    "no data archive": (_no_data, "not a .deb: it has no data.tar member"),
+    "the last 10 bytes cut off": (
+        _dpkg_refuses("the last 10 bytes cut off"),
+        "not a .deb: cut short: member 'data.tar.gz'",
+    ),
+    "data.tar before control.tar": (
+        _dpkg_refuses("data.tar before control.tar"),
+        "not a .deb: data.tar.gz comes before control.tar",
+    ),
+    "a control file of 512 MiB": (
+        _control_bomb,
+        f"control: {32 * ZEROS} bytes, over the limit of 262144 (PKGCAT_STANZA_MAX_BYTES)",
+    ),
     "bad version": (_bad_version, "Version: '1.0_beta' is not a Debian version"),
     "missing field": (_no_description, "missing required field Description"),
     "another source's package": (_other_source, "package 'com.beta.paid' belongs to source 'Beta'"),
@@ -133,6 +163,24 @@ def test_a_refused_file_leaves_no_blob_no_row_and_no_index_change(
     assert line.startswith("error: refused: ")
     assert reason in line
     assert state(database_url, blob_dir) == before
+
+
+def test_a_data_tar_past_the_unpacked_bound_is_refused(
+    pkgcat: Publisher, tmp_path: Path, database_url: str, blob_dir: Path, cli_env: dict[str, str]
+) -> None:
+    # 32 MiB of zeros in 1.5 KiB of zstd; the bound's default is 1 GiB (test_deb_bombs_memory.py).
+    path = _written(tmp_path, deb_bytes(data_ext=".zst", data=zeros_tar("z", 2 * ZEROS, ".zst")))
+    cli_env["PKGCAT_PUBLISH_MAX_UNPACKED_BYTES"] = str(ZEROS)
+    before = state(database_url, blob_dir)
+    result = pkgcat("publish", str(path), "--source", "Alpha")
+    assert (result.exit_code, result.output) == (
+        1,
+        f"error: refused: data.tar.zst: more than {ZEROS} bytes once decompressed "
+        "(PKGCAT_PUBLISH_MAX_UNPACKED_BYTES)\n",
+    )
+    assert state(database_url, blob_dir) == before
+    cli_env["PKGCAT_PUBLISH_MAX_UNPACKED_BYTES"] = str(3 * ZEROS)
+    assert pkgcat("publish", str(path), "--source", "Alpha").exit_code == 0
 
 
 def test_a_file_over_the_size_limit_is_refused_unread(
@@ -278,7 +326,7 @@ def test_the_write_checks_the_version_again_when_a_publish_raced_its_read(
     second = inspect_deb(
         build_deb(tmp_path, "com.alpha.raced", "0:1.0", payload="two"),
         base_url="https://alpha.example/",
-        max_bytes=1 << 20,
+        limits=DebLimits(file_bytes=1 << 20),
     )
     first = build_deb(tmp_path, "com.alpha.raced", "1.0", payload="one")
     assert pkgcat("publish", str(first), "--source", "Alpha").exit_code == 0
@@ -336,7 +384,7 @@ def test_two_spellings_of_one_version_sent_at_once_publish_one_file(
                 inspect_deb(
                     build_deb(tmp_path, "com.alpha.race", spelling, payload=spelling),
                     base_url="https://alpha.example/",
-                    max_bytes=1 << 20,
+                    limits=DebLimits(file_bytes=1 << 20),
                 )
                 for spelling in spellings
             ]
@@ -357,7 +405,7 @@ def test_the_same_bytes_written_twice_change_nothing_the_second_time(
     info = inspect_deb(
         build_deb(tmp_path, "com.alpha.again", "0:1.0"),
         base_url="https://alpha.example/",
-        max_bytes=1 << 20,
+        limits=DebLimits(file_bytes=1 << 20),
     )
     engine = engine_for(database_url)
     try:

@@ -23,7 +23,7 @@ from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.writes.idempotency import Claim, claim
 from tests.conftest import Api, AppFactory
-from tests.debs import build_deb
+from tests.debs import ZEROS, build_deb, deb_bytes, zeros_tar
 from tests.repository.conftest import Publisher, scalar
 from tests.repository.test_publish import REFUSALS, state
 from tests.servers import environment, granted_key, seed, serving
@@ -155,6 +155,24 @@ def test_the_same_version_with_other_bytes_is_refused(
     answer = post(uploader, publish_key, second.read_bytes())
     assert answer.status_code == 400
     assert "is published already with other bytes" in answer.json()["response"]
+    assert state(database_url, blob_dir) == before
+
+
+def test_a_data_tar_past_the_unpacked_bound_is_refused(
+    make_api: AppFactory, publish_key: str, database_url: str, blob_dir: Path
+) -> None:
+    api = make_api(blob_dir=str(blob_dir), publish_max_unpacked_bytes=ZEROS)
+    body = deb_bytes(data_ext=".xz", data=zeros_tar("z", 2 * ZEROS, ".xz"))
+    before = state(database_url, blob_dir)
+    answer = post(api, publish_key, body)
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {
+            "code": 2,
+            "response": f"file: data.tar.xz: more than {ZEROS} bytes once decompressed "
+            "(PKGCAT_PUBLISH_MAX_UNPACKED_BYTES)",
+        },
+    )
     assert state(database_url, blob_dir) == before
 
 

@@ -30,6 +30,7 @@ from pkgcat.ingest.operator_data import Written, import_prices, import_purchases
 from pkgcat.ingest.repository import open_repository
 from pkgcat.ingest.workers import default_jobs
 from pkgcat.net.fetcher import Policy
+from pkgcat.repository.debs import DebLimits
 from pkgcat.repository.mirror import MirrorSummary, mirror
 from pkgcat.storage.backends import open_blobs
 
@@ -229,7 +230,7 @@ def _mirror(location: str, options: ImportOptions, shown: bool) -> MirrorSummary
                     blobs,
                     repo,
                     options.source,
-                    max_bytes=settings.publish_max_bytes,
+                    limits=DebLimits.from_settings(settings),
                     progress=progress,
                 )
             finally:

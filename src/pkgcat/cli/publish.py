@@ -9,7 +9,7 @@ import anyio
 import typer
 
 from pkgcat.cli._common import fail, load_settings, opened, print_json, stdout
-from pkgcat.repository.debs import Refused
+from pkgcat.repository.debs import DebLimits, Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.backends import open_blobs
 from pkgcat.storage.blobs import BlobMismatch
@@ -38,7 +38,7 @@ def publish_command(
                     blobs,
                     file,
                     source,
-                    max_bytes=settings.publish_max_bytes,
+                    limits=DebLimits.from_settings(settings),
                     preference=Preference(settings.architecture_preference),
                 )
             finally:

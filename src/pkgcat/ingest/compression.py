@@ -16,6 +16,10 @@ enough that no slice can expand past a few MiB.
 A stream that is cut short or is not of its announced format raises
 :class:`~pkgcat.ingest.errors.CompressionError` naming the file: a truncated
 index is never taken for a short one.
+
+The decoders read a stream of chunks (:func:`decoded`): :func:`decompress` hands
+them an index whole, and :mod:`pkgcat.repository.debs` the members of a .deb
+as they are read from disk, never whole.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import bz2
 import io
 import lzma
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 import lz4.frame
@@ -60,60 +64,73 @@ class _Stepped(Protocol):
     def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
 
 
-def _stepped(new: Callable[[], _Stepped]) -> Callable[[bytes], Iterator[bytes]]:
-    """Pieces of ``data`` decoded by decompressors of ``new``, one per stream or frame."""
+Decoder = Callable[[Iterable[bytes], int | None], Iterator[bytes]]
+"""Pieces of what the chunks given decode to, as they are read; the int: the most memory a
+decoder may take (liblzma's ``memlimit``, zstd's window), or None for the library's own."""
 
-    def pieces(data: bytes) -> Iterator[bytes]:
-        rest = data
-        while rest:
-            decoder = new()
-            yield decoder.decompress(rest, PIECE)
-            while not decoder.eof and not decoder.needs_input:
-                yield decoder.decompress(b"", PIECE)
-            if not decoder.eof:
-                raise EOFError("the data ends before the end of its last stream")
-            rest = decoder.unused_data or b""
+
+def _stepped(new: Callable[[int | None], _Stepped]) -> Decoder:
+    """Pieces of the chunks decoded by decompressors of ``new``, one per stream or frame."""
+
+    def pieces(chunks: Iterable[bytes], memory: int | None) -> Iterator[bytes]:
+        decoder: _Stepped | None = None
+        for chunk in chunks:
+            data = chunk
+            while data:
+                if decoder is None or decoder.eof:
+                    decoder = new(memory)
+                yield decoder.decompress(data, PIECE)
+                while not decoder.eof and not decoder.needs_input:
+                    yield decoder.decompress(b"", PIECE)
+                data = (decoder.unused_data or b"") if decoder.eof else b""
+        if decoder is not None and not decoder.eof:
+            raise EOFError("the data ends before the end of its last stream")
 
     return pieces
 
 
-def _gzip(data: bytes) -> Iterator[bytes]:
+def _gzip(chunks: Iterable[bytes], _memory: int | None) -> Iterator[bytes]:
     inflater = Inflater()
-    yield from inflater.feed(data)
+    for chunk in chunks:
+        yield from inflater.feed(chunk)
     inflater.end()
 
 
-def _zstd(data: bytes) -> Iterator[bytes]:
-    view = memoryview(data)
-    position = 0
-    while position < len(data):
-        # A .zst file may hold several frames; each decompressobj reads one.
-        decoder = zstandard.ZstdDecompressor().decompressobj()
-        while not decoder.eof and position < len(data):
-            yield decoder.decompress(view[position : position + ZSTD_SLICE])
-            position += ZSTD_SLICE
-        if not decoder.eof:
-            raise EOFError("the data ends before the end of its last frame")
-        position -= len(decoder.unused_data)
+def _zstd(chunks: Iterable[bytes], memory: int | None) -> Iterator[bytes]:
+    decoder: zstandard.ZstdDecompressionObj | None = None
+    for chunk in chunks:
+        view = memoryview(chunk)
+        position = 0
+        while position < len(view):
+            # A .zst file may hold several frames; each decompressobj reads one.
+            if decoder is None or decoder.eof:
+                # 0: zstd's own limit on a frame's window (ZSTD_WINDOWLOG_LIMIT_DEFAULT, 128 MiB).
+                decoder = zstandard.ZstdDecompressor(max_window_size=memory or 0).decompressobj()
+            piece = view[position : position + ZSTD_SLICE]
+            yield decoder.decompress(piece)
+            position += len(piece)
+            if decoder.eof:
+                position -= len(decoder.unused_data)
+    if decoder is not None and not decoder.eof:
+        raise EOFError("the data ends before the end of its last frame")
 
 
-def _plain(data: bytes) -> Iterator[bytes]:
-    yield data
+def _plain(chunks: Iterable[bytes], _memory: int | None) -> Iterator[bytes]:
+    yield from chunks
 
 
-_DECODERS: dict[str, tuple[str, Callable[[bytes], Iterator[bytes]]]] = {
+_DECODERS: dict[str, tuple[str, Decoder]] = {
     ".zst": ("zstd", _zstd),
-    ".xz": ("xz", _stepped(lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ))),
+    ".xz": ("xz", _stepped(lambda memory: lzma.LZMADecompressor(lzma.FORMAT_XZ, memory))),
     # The legacy "LZMA-alone" format, not xz: what dpkg-scanpackages | lzma wrote.
-    ".lzma": ("lzma", _stepped(lambda: lzma.LZMADecompressor(lzma.FORMAT_ALONE))),
-    ".bz2": ("bzip2", _stepped(bz2.BZ2Decompressor)),
+    ".lzma": ("lzma", _stepped(lambda memory: lzma.LZMADecompressor(lzma.FORMAT_ALONE, memory))),
+    ".bz2": ("bzip2", _stepped(lambda _: bz2.BZ2Decompressor())),
     ".gz": ("gzip", _gzip),
-    ".lz4": ("lz4", _stepped(lz4.frame.LZ4FrameDecompressor)),
+    ".lz4": ("lz4", _stepped(lambda _: lz4.frame.LZ4FrameDecompressor())),
     "": ("plain", _plain),
 }
 
-# What each library raises for data it cannot decode.
-_DECODE_ERRORS = (
+DECODE_ERRORS = (
     OSError,
     EOFError,
     ValueError,
@@ -122,16 +139,35 @@ _DECODE_ERRORS = (
     zlib.error,
     zstandard.ZstdError,
 )
+"""What each library raises for data it cannot decode."""
+
+
+def label(extension: str) -> str:
+    """The name of the compression of ``extension`` (``.xz``: ``xz``; ``""``: ``plain``)."""
+    return _DECODERS[extension][0]
+
+
+def decoded(
+    extension: str, chunks: Iterable[bytes], *, memory: int | None = None
+) -> Iterator[bytes]:
+    """What ``chunks`` decode to by the compression of ``extension``, in pieces as they are read.
+
+    A piece is at most :data:`~pkgcat.net.decoding.PIECE` bytes (a zstd slice's, 4 MiB);
+    ``memory`` bounds what an xz, lzma or zstd decoder may allocate for its dictionary or
+    window (None: the library's own limit). Raises one of :data:`DECODE_ERRORS` for data cut
+    short or not of the format.
+    """
+    return _DECODERS[extension][1](chunks, memory)
 
 
 def decompress(name: str, data: bytes, limit: int) -> bytes:
     """The index ``name`` decompressed according to its suffix, at most ``limit`` bytes of it."""
-    label, decode = _DECODERS[extension_of(name)]
-    if label == "plain" and len(data) <= limit:
+    extension = extension_of(name)
+    if not extension and len(data) <= limit:
         return data
     out = io.BytesIO()
     try:
-        for piece in decode(data):
+        for piece in decoded(extension, [data]):
             if out.tell() + len(piece) > limit:
                 raise LimitError(
                     f"{name}: more than {limit} bytes once decompressed (PKGCAT_INDEX_MAX_BYTES)"
@@ -139,6 +175,6 @@ def decompress(name: str, data: bytes, limit: int) -> bytes:
             out.write(piece)
     except LimitError:
         raise
-    except _DECODE_ERRORS as error:
-        raise CompressionError(f"{name}: not valid {label} data ({error})") from None
+    except DECODE_ERRORS as error:
+        raise CompressionError(f"{name}: not valid {label(extension)} data ({error})") from None
     return out.getvalue()

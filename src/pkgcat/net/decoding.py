@@ -34,17 +34,24 @@ class Inflater:
                 self._zlib = zlib.decompressobj(_GZIP)
             self._started = True
             piece = self._zlib.decompress(data, PIECE)
-            data = self._zlib.unconsumed_tail
+            data = self._rest()
             if piece:
                 yield piece
-            if self._zlib.eof:
-                data = self._zlib.unused_data + data
             # A full piece may leave output pending with no input left: ask again, with none.
             while len(piece) == PIECE and not data and not self._zlib.eof:
                 piece = self._zlib.decompress(b"", PIECE)
-                data = self._zlib.unconsumed_tail
+                data = self._rest()
                 if piece:
                     yield piece
+
+    def _rest(self) -> bytes:
+        """The input not decoded yet: past the member's end, or held back by ``max_length``.
+
+        A member whose last piece fills ``max_length`` leaves what follows it in both
+        ``unused_data`` and ``unconsumed_tail`` (CPython's Modules/zlibmodule.c): it is
+        taken once, from the first.
+        """
+        return self._zlib.unused_data if self._zlib.eof else self._zlib.unconsumed_tail
 
     def end(self) -> None:
         """``EOFError`` when the data stopped inside a member."""

@@ -38,7 +38,7 @@ from sqlalchemy.exc import IntegrityError
 from pkgcat.ingest.control import iter_stanzas, quiet_python_debian
 from pkgcat.ingest.errors import IngestError
 from pkgcat.ingest.repository import Repository
-from pkgcat.repository.debs import COMPUTED, Refused, digests, inspect_deb
+from pkgcat.repository.debs import COMPUTED, DebLimits, Refused, digests, inspect_deb
 from pkgcat.storage.blobs import BlobMismatch, BlobStore
 from pkgcat.storage.writes.published import (
     FileRow,
@@ -170,10 +170,10 @@ def _check_bytes(file: Listed, data: bytes) -> None:
 class _Mirror:
     def __init__(
         self, engine: Engine, blobs: BlobStore, repo: Repository, source_id: int, base_url: str,
-        max_bytes: int,
+        limits: DebLimits,
     ) -> None:  # fmt: skip
         self.engine, self.blobs, self.repo = engine, blobs, repo
-        self.source_id, self.base_url, self.max_bytes = source_id, base_url, max_bytes
+        self.source_id, self.base_url, self.limits = source_id, base_url, limits
 
     def _fetch(self, file: Listed, held: str | None) -> Path:
         """The file read and checked, in a temporary file; :class:`Refused` with the reason."""
@@ -181,8 +181,9 @@ class _Mirror:
             raise Refused("the index gives no Filename")
         if not file.sha256 or file.size is None:
             raise Refused("the index gives no SHA256 and Size to check the file against")
-        if file.size > self.max_bytes:
-            raise Refused(f"too large: {file.size} bytes, over the limit of {self.max_bytes}")
+        if file.size > self.limits.file_bytes:
+            most = self.limits.file_bytes
+            raise Refused(f"too large: {file.size} bytes, over the limit of {most}")
         if held is not None and held != file.sha256:
             raise Refused("published already with other bytes")
         try:
@@ -197,7 +198,7 @@ class _Mirror:
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
-            info = inspect_deb(path, base_url=self.base_url, max_bytes=self.max_bytes)
+            info = inspect_deb(path, base_url=self.base_url, limits=self.limits)
             if info.key != file.key:
                 raise Refused(
                     "its control file names {} {} ({}), not the index's".format(*info.key)
@@ -244,7 +245,7 @@ async def mirror(
     repo: Repository,
     source: str,
     *,
-    max_bytes: int,
+    limits: DebLimits,
     progress: OnFile | None = None,
 ) -> MirrorSummary:
     """Fetch, check and store every file of ``repo`` that ``source``'s records list."""
@@ -254,7 +255,7 @@ async def mirror(
     source_id, base_url = found
     wanted = await anyio.to_thread.run_sync(imported_keys, engine, source_id)
     files = listed(repo, wanted)
-    work = _Mirror(engine, blobs, repo, source_id, base_url, max_bytes)
+    work = _Mirror(engine, blobs, repo, source_id, base_url, limits)
     done: list[Mirrored] = []
     for file in files:
         done.append(await work.one(file))

@@ -38,7 +38,7 @@ import anyio
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
-from pkgcat.repository.debs import DebInfo, Refused, check_size, inspect_deb
+from pkgcat.repository.debs import DebInfo, DebLimits, Refused, check_size, inspect_deb
 from pkgcat.storage.blobs import BlobStore
 from pkgcat.storage.writes.published import (
     KeyTaken,
@@ -88,15 +88,17 @@ def _refusal(owner: Owner, source: str, package: str, version: str, architecture
     )
 
 
-def _inspect(engine: Engine, path: Path, source: str, max_bytes: int) -> tuple[DebInfo, int, bool]:
+def _inspect(
+    engine: Engine, path: Path, source: str, limits: DebLimits
+) -> tuple[DebInfo, int, bool]:
     """Check the file against itself, then against the catalogue; the source's id and whether new."""
-    check_size(path, max_bytes)
+    check_size(path, limits.file_bytes)
     found = source_address(engine, source)
     if found is None:
         raise Refused(f"no source named {source!r} (pkgcat source add creates one)")
     source_id, base_url = found
     # The source's address resolves relative links (Icon...), as an import of it would.
-    info = inspect_deb(path, base_url=base_url, max_bytes=max_bytes)
+    info = inspect_deb(path, base_url=base_url, limits=limits)
     package, version, architecture = info.key
     if package != package.lower():
         # Debian policy 5.6.1: "Package names ... must consist only of lower case letters
@@ -119,12 +121,12 @@ async def publish(
     path: Path,
     source: str,
     *,
-    max_bytes: int,
+    limits: DebLimits,
     preference: Preference,
     now: int | None = None,
 ) -> Published:
     """Publish the .deb at ``path`` to ``source``; :class:`Refused` (nothing stored) when unfit."""
-    info, source_id, new = await anyio.to_thread.run_sync(_inspect, engine, path, source, max_bytes)
+    info, source_id, new = await anyio.to_thread.run_sync(_inspect, engine, path, source, limits)
     found = info.digests
     record = info.record
     if new:

@@ -16,7 +16,7 @@ import anyio
 from sqlalchemy import Engine
 
 from pkgcat.config import Settings
-from pkgcat.repository.debs import Refused
+from pkgcat.repository.debs import DebLimits, Refused
 from pkgcat.repository.publish import Published, publish
 from pkgcat.storage.blobs import BlobStore
 from pkgcat.storage.writes.idempotency import Answers
@@ -29,7 +29,8 @@ class Uploads:
 
     def __init__(self, settings: Settings, blobs: BlobStore, engine: Callable[[], Engine]) -> None:
         """``engine``: the worker's engine, made at its first use (the caller disposes of it)."""
-        self.max_bytes = settings.publish_max_bytes
+        self.limits = DebLimits.from_settings(settings)
+        self.max_bytes = self.limits.file_bytes
         self.answers = Answers(
             engine, ttl=settings.idempotency_seconds, bound=settings.idempotency_claim_seconds
         )
@@ -48,6 +49,6 @@ class Uploads:
             self._blobs,
             path,
             source,
-            max_bytes=self.max_bytes,
+            limits=self.limits,
             preference=self._preference,
         )
