@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
 
+from pkgcat.ingest.rendered import served_control
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
 from pkgcat.repository.pieces import FORMATS, cut, join
@@ -151,16 +152,26 @@ class IndexSet:
     pieces: dict[bytes, dict[str, Any]] = field(default_factory=dict)
     """Each piece of the Packages texts compressed in each format, by the piece's digest:
     a piece that did not change is not compressed again."""
+    served: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    """Each file's control paragraph as served, by the file's SHA-256: the ``hash`` of the
+    stored one, and the served one when :func:`served_control` changed it (None: as
+    stored). A paragraph that did not change is not looked at again."""
 
 
 def entity_tag(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
-def stanza(file: ServedFile, depictions: str | None) -> str:
-    """A Packages stanza: the control paragraph, then what the repository says of the file."""
-    lines = [file.control]
-    if depictions and "\nsileodepiction:" not in "\n" + file.control.lower():
+def stanza(file: ServedFile, depictions: str | None, control: str | None = None) -> str:
+    """A Packages stanza: the control paragraph, then what the repository says of the file.
+
+    The paragraph as :func:`~pkgcat.ingest.rendered.served_control` serves it (``control``,
+    when made already): a row stored before the rules on rendered fields loses what
+    breaks them here.
+    """
+    control = served_control(file.control) if control is None else control
+    lines = [control]
+    if depictions and "\nsileodepiction:" not in "\n" + control.lower():
         lines.append(f"SileoDepiction: {depictions}{file.package}.json")
     lines += [
         f"Filename: {pool_path(file.package, file.version, file.architecture, file.sha256)}",
@@ -332,7 +343,21 @@ def build(
         return datetime.fromtimestamp(changed, UTC)
 
     # Each file's stanza once, whichever repositories list it.
-    stanzas = {file.sha256: stanza(file, identity.depictions).encode() for file in snapshot.files}
+    looked = previous.served if previous is not None else {}
+
+    def control_of(file: ServedFile) -> str:
+        stored = hash(file.control)
+        known = looked.get(file.sha256)
+        if known is None or known[0] != stored:
+            control = served_control(file.control)
+            known = (stored, None if control is file.control else control)
+        found.served[file.sha256] = known
+        return file.control if known[1] is None else known[1]
+
+    stanzas = {
+        file.sha256: stanza(file, identity.depictions, control_of(file)).encode()
+        for file in snapshot.files
+    }
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
         parts = (previous, pool, stanzas)
         _repository("", snapshot.files, identity, latest(snapshot.files), sign, found, *parts)
