@@ -128,7 +128,58 @@ def _control_bomb(tmp_path: Path) -> Path:
     return _written(tmp_path, deb_bytes(control_tar=zeros_tar("./control", 32 * ZEROS, ".gz")))
 
 
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(1)>"
+RENDERED_REFUSALS: dict[str, tuple[dict[str, str], str]] = {
+    "Depiction javascript:": (
+        {"Depiction": "javascript:alert(1)"},
+        "Depiction: must be an https URL",
+    ),
+    "SileoDepiction data:": (
+        {"SileoDepiction": "data:text/html,<script>alert(1)</script>"},
+        "SileoDepiction: must be an https URL",
+    ),
+    "Icon file:": ({"Icon": "file:///etc/passwd"}, "Icon: must be an https URL"),
+    "Homepage http:": ({"Homepage": "http://plain.example/"}, "Homepage: must be an https URL"),
+    "Header quote": (
+        {"Header": 'https://x.example/a"onerror="alert(1)'},
+        "Header: must be an https URL",
+    ),
+    "Support javascript:": ({"Support": "javascript:alert(1)"}, "Support: must be an https URL"),
+    "Depiction relative": ({"Depiction": "depiction.html"}, "Depiction: must be an https URL"),
+    "Name script": ({"Name": f"Tweak {SCRIPT}"}, "Name: holds HTML markup ('<script>')"),
+    "Author img onerror": ({"Author": f"Evil {IMG}"}, "Author: holds HTML markup ('<img src="),
+    "Description img onerror": (
+        {"Description": f"short\n {IMG}"},
+        "Description: holds HTML markup ('<img src=",
+    ),
+    "Description markdown link": (
+        {"Description": "short\n see [docs](javascript:alert(1))"},
+        "Description: holds a Markdown link to 'javascript:alert'",
+    ),
+    "Description markdown reference": (
+        {"Description": "short\n [docs]\n .\n [docs]: data:text/html,x"},
+        "Description: holds a Markdown link to 'data:text/html,x'",
+    ),
+    "Name U+2028 forging a field": (
+        {"Name": "Tweak\u2028Depiction: javascript:alert(1)"},
+        "holds U+2028, a line break inside a line",
+    ),
+    "Name lone CR forging a field": (
+        {"Name": "Tweak\rIcon: javascript:alert(1)"},
+        "holds U+000D, a line break inside a line",
+    ),
+}
+"""Control fields clients render as links or rich text, each with a vector (the clients'
+source that reads them: test_rendered_fields.py), and the refusal naming the field."""
+
+
+def _rendered(fields: dict[str, str]) -> Callable[[Path], Path]:
+    return lambda tmp_path: build_deb(tmp_path, "com.alpha.hostile", nocheck=True, **fields)
+
+
 REFUSALS = {
+    **{case: (_rendered(fields), reason) for case, (fields, reason) in RENDERED_REFUSALS.items()},
     "not an ar archive": (_not_ar, "not a .deb: not an ar archive"),
     "no data archive": (_no_data, "not a .deb: it has no data.tar member"),
     "the last 10 bytes cut off": (

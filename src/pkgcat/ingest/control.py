@@ -27,6 +27,11 @@ depiction              ``SileoDepiction`` (read later for screenshots)
 compatible, commercial ``Tag`` and ``Depends`` (:mod:`pkgcat.ingest.compatible`)
 =====================  =======================================================
 
+The fields clients render follow :mod:`pkgcat.ingest.rendered`: an address that is
+not a safe http(s) URL is left out (``""``), and ``Name``, ``Author``,
+``Maintainer`` and ``Description`` lose HTML markup and Markdown links to
+anything else (:func:`~pkgcat.ingest.rendered.neutral_text`).
+
 A stanza that cannot make a record raises :class:`Skip` with the reason: among
 them, a stanza over ``PKGCAT_STANZA_MAX_BYTES`` or ``PKGCAT_STANZA_MAX_FIELDS``,
 and one holding a control character (:mod:`pkgcat.ingest.text`).
@@ -47,6 +52,7 @@ from debian.debian_support import Version
 
 from pkgcat.ingest.compatible import Compatibility, compatibility
 from pkgcat.ingest.limits import ImportLimits
+from pkgcat.ingest.rendered import link_problem, neutral_text
 from pkgcat.ingest.text import control_in_stanza
 from pkgcat.storage.records import Record
 
@@ -177,15 +183,26 @@ class Mapper:
         """A whole relation field parsed: many stanzas share the same ``Depends``."""
         self._versions: set[str] = set()
         self._shared: dict[str, str] = {}
+        self._people: dict[str, str] = {}
+        """A ``Maintainer`` or ``Author`` as it came, and as a record holds it (made once)."""
+
+    def _person(self, value: str) -> str:
+        """A ``Maintainer`` or ``Author`` without markup, kept once: most repeat in an index
+        (and each holds a ``<``, which :func:`neutral_text` must look at)."""
+        found = self._people.get(value)
+        if found is None:
+            found = self._people[value] = neutral_text(value)
+        return found
 
     def address(self, value: str) -> str:
-        """An http(s) address for ``value``, relative ones resolved; ``""`` for anything else."""
+        """An http(s) address for ``value``, relative ones resolved; ``""`` for anything else
+        (another scheme, or a character that would end the link where a client embeds it)."""
         value = value.strip()
         if not value:
             return ""
         if self.base_url and not value.startswith(("http://", "https://")):
             value = urljoin(self.base_url, value)
-        return value if value.startswith(("http://", "https://")) else ""
+        return value if link_problem(value, https_only=False) is None else ""
 
     def _parsed(self, raw: str) -> list[list[dict[str, Any]]]:
         groups = []
@@ -302,20 +319,19 @@ class Mapper:
         compat = self._compatibility.get(inputs)
         if compat is None:
             compat = self._compatibility[inputs] = compatibility(*inputs)
-        description, long_description = _description(get("description", ""))
+        description, long_description = _description(neutral_text(get("description", "")))
         sileo = self.address(get("sileodepiction", ""))
         url = self.address(get("depiction", "")) or sileo or self.address(get("homepage", ""))
         # Values that repeat across an index are kept once: a large index holds fewer strings.
         share = self._shared.setdefault
-        maintainer = get("maintainer", "").strip()
-        maintainer = share(maintainer, maintainer)
-        author = get("author", "").strip()
+        maintainer = self._person(get("maintainer", "").strip())
+        author = self._person(get("author", "").strip())
         return Record(
             package=package,
             version=version,
             architecture=share(architecture, architecture),
-            name=get("name", "").strip() or package,
-            author=share(author, author) if author else maintainer,
+            name=neutral_text(get("name", "")).strip() or package,
+            author=author or maintainer,
             maintainer=maintainer,
             section=share(section := get("section", "").strip(), section),
             description=description,

@@ -28,7 +28,9 @@ since dpkg unpacks it with tar. A GNU long name and a pax header are at most
 fields pass the same rules as an imported Packages stanza
 (:class:`pkgcat.ingest.control.Mapper`: package name, Debian version,
 architecture, relations, digests), the fields deb-control(5) requires of a
-binary package, and the file's size and digests.
+binary package, fields that clients render as links or rich text that follow
+:mod:`pkgcat.ingest.rendered` (a seller's file that breaks a rule is refused naming the
+field; a mirrored one loses what breaks it), and the file's size and digests.
 
 Anything wrong raises :class:`Refused`, whose message is the one-line reason.
 """
@@ -51,6 +53,7 @@ from pkgcat import config
 from pkgcat.ingest.compression import DECODE_ERRORS, decoded, label
 from pkgcat.ingest.control import Mapper, Skip, quiet_python_debian
 from pkgcat.ingest.limits import ImportLimits
+from pkgcat.ingest.rendered import clean, line_break_problem, upload_problem
 from pkgcat.repository import ar
 from pkgcat.storage.blobs import CHUNK
 from pkgcat.storage.records import Record
@@ -356,11 +359,16 @@ def _one_line(error: BaseException) -> str:
     return text[:200]
 
 
-def _paragraph(raw: bytes) -> Deb822:
+def _paragraph(raw: bytes, *, imported: bool) -> Deb822:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Refused("control: not valid UTF-8") from None
+    # python-debian splits a text at every line break str.splitlines knows: a U+2028 or a
+    # lone CR inside a value would start a field there, unseen by the seller's own tools.
+    problem = None if imported else line_break_problem(text)
+    if problem is not None:
+        raise Refused(f"control: {problem}")
     paragraphs = [p for p in Deb822.iter_paragraphs(text.splitlines(keepends=True)) if p]
     if len(paragraphs) != 1:
         raise Refused(f"control: {len(paragraphs)} paragraphs, not one")
@@ -374,15 +382,17 @@ def check_size(path: Path, max_bytes: int) -> None:
         raise Refused(f"too large: {size} bytes, over the limit of {max_bytes}")
 
 
-def inspect_deb(path: Path, *, base_url: str, limits: DebLimits) -> DebInfo:
+def inspect_deb(path: Path, *, base_url: str, limits: DebLimits, imported: bool = False) -> DebInfo:
     """Read and check the .deb at ``path``; :class:`Refused` with the reason when it is unfit.
 
     ``base_url`` resolves relative addresses of its fields (Icon, depictions),
-    as an import of its source's repository would.
+    as an import of its source's repository would. A seller's file (``imported``
+    false) is refused when a field clients render breaks a rule of
+    :mod:`pkgcat.ingest.rendered`; a file of an imported repository loses the field.
     """
     check_size(path, limits.file_bytes)
     with quiet_python_debian():
-        paragraph = _paragraph(_archive(path, limits))
+        paragraph = _paragraph(_archive(path, limits), imported=imported)
         missing = [name for name in REQUIRED if not paragraph.get(name, "").strip()]
         if missing:
             raise Refused(
@@ -391,6 +401,10 @@ def inspect_deb(path: Path, *, base_url: str, limits: DebLimits) -> DebInfo:
         for name in list(paragraph):
             if name.lower() in COMPUTED:
                 del paragraph[name]
+            elif not imported and (problem := upload_problem(name, paragraph[name])):
+                raise Refused(f"control: {problem}")
+        if imported:
+            clean(paragraph)
         control = paragraph.dump().rstrip("\n")
         found = digests(path)
         stanza = f"{control}\nSize: {found.size}\nMD5sum: {found.md5sum}\nSHA256: {found.sha256}\n"

@@ -4,6 +4,11 @@ Sileo reads a JSON tree of views (``DepictionTabView`` at the root, its tabs
 ``DepictionStackView``s of Markdown, table rows and screenshots) from the
 address a Packages stanza gives as ``SileoDepiction``. The text is the
 catalogue's: name, description, author, version, section, size and price.
+
+The description is plain text, and Sileo renders the ``markdown`` as HTML
+(``DepictionMarkdownView``: Down's CommonMark; ``DepictionMarkdownViewSlow`` and
+``useRawFormat``: the string as HTML itself), so it goes in through
+:func:`pkgcat.ingest.rendered.markdown`: no HTML, no link but an https one.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from pkgcat.ingest.rendered import markdown
 from pkgcat.storage.served import ServedFile
 
 MIN_VERSION = "0.1"
@@ -38,7 +44,7 @@ def depiction(file: ServedFile) -> bytes:
         text += "\n\n" + file.long_description
     views: list[dict[str, Any]] = [
         {"class": "DepictionHeaderView", "title": file.name},
-        {"class": "DepictionMarkdownView", "markdown": text, "useSpacing": True},
+        {"class": "DepictionMarkdownView", "markdown": markdown(text), "useSpacing": True},
     ]
     screenshots = [
         {"url": url, "accessibilityText": file.name}

@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from pkgcat.ingest.rendered import link_problem, served_control
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
 from pkgcat.repository.pieces import FORMATS, cut, join
@@ -168,6 +169,10 @@ class IndexSet:
     pieces: dict[bytes, dict[str, Any]] = field(default_factory=dict)
     """Each piece of the Packages texts compressed in each format, by the piece's digest:
     a piece that did not change is not compressed again."""
+    served: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    """Each file's control paragraph as served, by the file's SHA-256: the ``hash`` of the
+    stored one, and the served one when :func:`served_control` changed it (None: as
+    stored). A paragraph that did not change is not looked at again."""
 
 
 def entity_tag(body: bytes) -> str:
@@ -179,21 +184,24 @@ def _has(control: str, name: str) -> bool:
     return f"\n{name.lower()}:" in "\n" + control.lower()
 
 
-def stanza(file: ServedFile, depictions: str | None) -> str:
+def stanza(file: ServedFile, depictions: str | None, control: str | None = None) -> str:
     """A Packages stanza: the control paragraph (its ``Tag`` saying whether the package is
     paid: :mod:`pkgcat.repository.tags`), then what the repository says of the file.
 
-    With the repository's address, the depictions it serves where the file names none of its
-    own: ``SileoDepiction`` (Sileo's native one) and ``Depiction`` (the web page, the only one
-    Zebra v1 reads: ``Zebra/Parsel/parsel.c`` on branch v1, line 376 at c615ab4); and the
-    catalogue's icon where the file has no ``Icon`` (an https address only).
+    The paragraph as :func:`~pkgcat.ingest.rendered.served_control` serves it (``control``,
+    when made already): a row stored before the rules on rendered fields loses what
+    breaks them here. With the repository's address, the depictions it serves where the file
+    names none of its own: ``SileoDepiction`` (Sileo's native one) and ``Depiction`` (the web
+    page, the only one Zebra v1 reads: ``Zebra/Parsel/parsel.c`` on branch v1, line 376 at
+    c615ab4); and the catalogue's icon where the file has no ``Icon`` (an https address only).
     """
-    lines = [tagged(file.control, file.paid)]
-    if depictions and not _has(file.control, "SileoDepiction"):
+    control = served_control(file.control) if control is None else control
+    lines = [tagged(control, file.paid)]
+    if depictions and not _has(control, "SileoDepiction"):
         lines.append(f"SileoDepiction: {depictions}{file.package}.json")
-    if depictions and not _has(file.control, "Depiction"):
+    if depictions and not _has(control, "Depiction"):
         lines.append(f"Depiction: {depictions}{file.package}.html")
-    if file.icon.startswith("https://") and not _has(file.control, "Icon"):
+    if file.icon and link_problem(file.icon, https_only=True) is None and not _has(control, "Icon"):
         lines.append(f"Icon: {file.icon}")
     lines += [
         f"Filename: {pool_path(file.package, file.version, file.architecture, file.sha256)}",
@@ -408,7 +416,21 @@ def build(
         return datetime.fromtimestamp(changed, UTC)
 
     # Each file's stanza once, whichever repositories list it.
-    stanzas = {file.sha256: stanza(file, identity.depictions).encode() for file in snapshot.files}
+    looked = previous.served if previous is not None else {}
+
+    def control_of(file: ServedFile) -> str:
+        stored = hash(file.control)
+        known = looked.get(file.sha256)
+        if known is None or known[0] != stored:
+            control = served_control(file.control)
+            known = (stored, None if control is file.control else control)
+        found.served[file.sha256] = known
+        return file.control if known[1] is None else known[1]
+
+    stanzas = {
+        file.sha256: stanza(file, identity.depictions, control_of(file)).encode()
+        for file in snapshot.files
+    }
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
         parts = (previous, pool, stanzas)
         # An empty catalogue is dated by its first source; one with no source and no key

@@ -15,7 +15,9 @@ each before anything of it is stored:
 
 Then the blob is stored (verified) and the file's row written, with the
 stanza as the repository served it (so the served index shows what the old
-one did). A file that fails a check is reported with its package and the
+one did), but for the fields clients render as links or rich text: a link that is
+not an http(s) address is left out, markup is taken out of the text
+(:func:`pkgcat.ingest.rendered.clean`). A file that fails a check is reported with its package and the
 reason, and nothing of it is stored; the others go on. A file held already
 with the same bytes is left as it is.
 """
@@ -37,6 +39,7 @@ from sqlalchemy.exc import IntegrityError
 
 from pkgcat.ingest.control import iter_stanzas, quiet_python_debian
 from pkgcat.ingest.errors import IngestError
+from pkgcat.ingest.rendered import clean
 from pkgcat.ingest.repository import Repository
 from pkgcat.repository.debs import COMPUTED, DebLimits, Refused, digests, inspect_deb
 from pkgcat.storage.blobs import BlobMismatch, BlobStore
@@ -140,6 +143,7 @@ def listed(repo: Repository, wanted: set[tuple[str, str, str]]) -> list[Listed]:
                 for name in list(stanza):
                     if name.lower() in COMPUTED:
                         del stanza[name]
+                clean(stanza)
                 found[key] = Listed(
                     *key,
                     filename=fields.get("Filename", "").strip(),
@@ -198,7 +202,7 @@ class _Mirror:
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
-            info = inspect_deb(path, base_url=self.base_url, limits=self.limits)
+            info = inspect_deb(path, base_url=self.base_url, limits=self.limits, imported=True)
             if info.key != file.key:
                 raise Refused(
                     "its control file names {} {} ({}), not the index's".format(*info.key)

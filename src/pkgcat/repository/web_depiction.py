@@ -22,6 +22,7 @@ from html import escape
 
 import orjson
 
+from pkgcat.ingest.rendered import link_problem
 from pkgcat.repository.depiction import size_text
 from pkgcat.storage.served import ServedFile
 
@@ -62,7 +63,9 @@ def _screenshots(file: ServedFile) -> list[str]:
         found = orjson.loads(file.screenshots or "[]")
     except orjson.JSONDecodeError:
         return []
-    return [url for url in found if isinstance(url, str) and url.startswith("https://")]
+    return [
+        url for url in found if isinstance(url, str) and link_problem(url, https_only=True) is None
+    ]
 
 
 def web_depiction(file: ServedFile, store_name: str | None) -> bytes:
