@@ -91,13 +91,19 @@ def read_env_file(path: Path) -> dict[str, str]:
     return {k: v for k, v in dotenv_values(path).items() if k.startswith("PKGCAT_") and v}
 
 
+def _quoted(value: str) -> str:
+    """A value in single quotes, as python-dotenv reads it back to the letter (no ``${...}``
+    expansion, no comment): only a backslash and a quote are escaped there."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _write_env_file(path: Path, values: Mapping[str, str]) -> None:
     """Write the file whole, owner-only, or not at all (a temporary file renamed over it)."""
     lines = [
         "# pkgcat's demo settings, made by `pkgcat demo`; `pkgcat serve --env-file` reads them.",
         "# The passphrases and the receiver's secret were made for this demo: keep this file",
         "# private (it is readable by its owner only), and never reuse them in a deployment.",
-        *(f"{name}={value}" for name, value in values.items()),
+        *(f"{name}={_quoted(value)}" for name, value in values.items()),
     ]
     handle, name = tempfile.mkstemp(dir=path.parent, prefix=".pkgcat-demo-", suffix=".env")
     try:

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from dotenv import dotenv_values
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from pkgcat.app import create_app
+from pkgcat.cli import app as cli
 from pkgcat.cli.serve import read_env_file
 from pkgcat.config import Settings
 from pkgcat.http.demo_receiver import render
@@ -127,3 +129,17 @@ def test_the_env_file_fills_only_what_the_environment_does_not_set(
     assert os.environ["PKGCAT_STORE_NAME"] == "from the file"
     assert os.environ["PKGCAT_SHAPE"] == "A"
     assert "OTHER" not in os.environ
+
+
+def test_a_database_address_with_shell_and_dotenv_characters_comes_back_to_the_letter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings file is read by python-dotenv, which expands ``${...}`` and cuts at ``#``
+    in unquoted values: each value is written single-quoted."""
+    url = f"sqlite:///{tmp_path}/a $HOME #x 'q' \\b.db"
+    monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
+    runner = CliRunner()
+    made = runner.invoke(cli, ["demo", "--json"], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    env_file = Path(json.loads(made.stdout)["store"]["env_file"])
+    assert dotenv_values(env_file)["PKGCAT_DATABASE_URL"] == url

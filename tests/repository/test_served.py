@@ -608,3 +608,71 @@ def test_sileo_featured_is_a_valid_document_in_every_repository(repo: Api) -> No
         document = answer.json()
         assert document["class"] == "FeaturedBannersView"
         assert document["banners"] == []
+
+
+def test_banners_the_operator_sets_are_served_in_sileo_featured(
+    make_api: AppFactory, published: dict[str, Path], pkgcat: Publisher, cli_env: dict[str, str]
+) -> None:
+    """Each banner as Sileo's FeaturedBannersView reads one: ``url`` (its image), ``title`` and
+    ``package`` (Sileo/Sileo Sileo/UI/Packages/CategoryViewController.swift:140-149 at c9f7015;
+    Zebra's featured view reads the same three)."""
+    image = "https://cdn.alpha.example/banner.png"
+    made = pkgcat(
+        "repo", "banner", "set", "--source", "Alpha", "--package", "com.alpha.paid",
+        "--image", image, "--title", "Paid, and worth it",
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    beta = pkgcat(
+        "repo", "banner", "set", "--source", "Beta", "--package", "com.beta.paid",
+        "--image", "https://cdn.beta.example/b.png", "--title", "Beta's",
+    )  # fmt: skip
+    assert beta.exit_code == 0, beta.output
+    api = make_api(blob_dir=cli_env["PKGCAT_BLOB_DIR"], repository_passphrase=PASSPHRASE)
+    alpha = fetch(api, "/repo/sources/Alpha/sileo-featured.json").json()
+    assert alpha["class"] == "FeaturedBannersView"
+    assert [(b["url"], b["title"], b["package"]) for b in alpha["banners"]] == [
+        (image, "Paid, and worth it", "com.alpha.paid")
+    ]
+    whole = fetch(api, "/repo/sileo-featured.json").json()
+    assert [b["package"] for b in whole["banners"]] == ["com.alpha.paid", "com.beta.paid"]
+    listed = json.loads(pkgcat("repo", "banner", "list", "--json").stdout)
+    assert [(b["source"], b["position"], b["package"]) for b in listed] == [
+        ("Alpha", 1, "com.alpha.paid"),
+        ("Beta", 1, "com.beta.paid"),
+    ]
+    assert (
+        pkgcat(
+            "repo", "banner", "remove", "--source", "Beta", "--package", "com.beta.paid"
+        ).exit_code
+        == 0
+    )
+    assert pkgcat("repo", "banner", "list", "--json", "--source", "Beta").stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("package", "image", "title", "said"),
+    [
+        ("com.alpha.paid", "http://cdn.example/b.png", "Fine", "image: "),
+        ("com.alpha.paid", "javascript:alert(1)", "Fine", "image: "),
+        ("com.alpha.paid", "https://cdn.example/b.png", "<script>x</script>", "title: holds HTML"),
+        ("com.beta.paid", "https://cdn.example/b.png", "Fine", "has no package 'com.beta.paid'"),
+        ("com.alpha.none", "https://cdn.example/b.png", "Fine", "has no package"),
+    ],
+)
+def test_a_banner_that_breaks_a_rule_is_refused_naming_it(
+    pkgcat: Publisher, database_url: str, package: str, image: str, title: str, said: str
+) -> None:
+    refused = pkgcat(
+        "repo", "banner", "set", "--source", "Alpha", "--package", package,
+        "--image", image, "--title", title,
+    )  # fmt: skip
+    assert refused.exit_code == 2
+    assert said in refused.output
+    assert scalar(database_url, "SELECT count(*) FROM featured_banners") == 0
+
+
+def test_a_signed_repository_with_no_source_is_dated_by_its_key_not_the_clock() -> None:
+    """Signed, two workers must build the same Release: never dated by the build."""
+    built = build(Snapshot(1, [], 1_700_000_000, 0), Identity("pkgcat", 0, None), None)
+    date = parsedate_to_datetime(Release(built.files["Release"].body.decode())["Date"])
+    assert date.timestamp() == 1_700_000_000

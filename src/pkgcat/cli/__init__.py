@@ -34,7 +34,11 @@ COMMANDS: dict[str, _Entry] = {
     "serve": _Entry("serve", "serve", "Serve the API until interrupted."),
     "init": _Entry("database", "init", "Create a new, empty catalogue database."),
     "migrate": _Entry("database", "migrate", "Bring the database to the current schema."),
-    "demo": _Entry("demo", "demo", "Seed the demo catalogue and print a key per application."),
+    "demo": _Entry(
+        "demo",
+        "demo",
+        "Seed the demo catalogue and its store (signed repository, test mode, webhook receiver).",
+    ),
     "source": _Entry("sources", "app", "Sources (repository owners)."),
     "app": _Entry("apps", "app", "Applications and their keys."),
     "key": _Entry("keys", "app", "Secret keys."),

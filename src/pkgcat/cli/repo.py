@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -21,12 +22,19 @@ from pkgcat.repository.keys import (
     list_keys,
     retire_key,
 )
+from pkgcat.storage.writes.banners import BannerRefused, list_banners, remove_banner, set_banner
 
 app = group("repo")
 key_app = typer.Typer(
     help="The keys that sign the repository's indexes.", no_args_is_help=True, rich_markup_mode=None
 )
 app.add_typer(key_app, name="key")
+banner_app = typer.Typer(
+    help="The banners Sileo and Zebra show atop a repository (sileo-featured.json).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(banner_app, name="banner")
 
 
 def make_key(settings: Settings, engine: Engine) -> KeyInfo:
@@ -117,3 +125,72 @@ def export(
         typer.echo(armored, nl=False)
     else:
         output.write_text(armored)
+
+
+SourceOption = Annotated[str, typer.Option("--source", help="The source whose package it shows.")]
+PackageOption = Annotated[str, typer.Option("--package", help="The package the banner opens.")]
+
+
+@banner_app.command("set")
+def banner_set(
+    source: SourceOption,
+    package: PackageOption,
+    image: Annotated[str, typer.Option("--image", help="The banner's image: an https address.")],
+    title: Annotated[str, typer.Option("--title", help="The text on the banner.")],
+) -> None:
+    """Show a banner of the package atop its source's repository and the catalogue's (or
+    change its image and title, in its place)."""
+    with opened(load_settings()) as engine:
+        try:
+            made = set_banner(engine, source, package, image, title, now=int(time.time()))
+        except BannerRefused as error:
+            fail(str(error), 2)
+    stdout.print(
+        f"banner {made.position} of {made.source!r}: {made.package}, served in "
+        "sileo-featured.json from the next indexes on",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@banner_app.command("list")
+def banner_list(
+    source: Annotated[str | None, typer.Option("--source", help="One source's only.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the banners, by source and place."""
+    with opened(load_settings()) as engine:
+        found = list_banners(engine, source)
+    records = [
+        {
+            "source": b.source,
+            "position": b.position,
+            "package": b.package,
+            "title": b.title,
+            "image": b.image_url,
+        }
+        for b in found
+    ]
+    print_listing(
+        [
+            Column("source"),
+            Column("position"),
+            Column("package", kind="identifier"),
+            Column("title"),
+            Column("image"),
+        ],
+        records,
+        as_json,
+    )
+
+
+@banner_app.command("remove")
+def banner_remove(source: SourceOption, package: PackageOption) -> None:
+    """Take the package's banner down."""
+    with opened(load_settings()) as engine:
+        try:
+            remove_banner(engine, source, package)
+        except BannerRefused as error:
+            fail(str(error))
+    stdout.print(f"banner of {package} removed from {source!r}", markup=False, highlight=False)

@@ -348,8 +348,11 @@ def _repository(
     previous: IndexSet | None,
     pool: Executor,
     stanzas: dict[str, bytes],
+    banners: tuple[tuple[str, str, str, str], ...] = (),
 ) -> None:
-    """One repository's files into ``out``, under ``prefix`` (``""`` or ``sources/NAME/``)."""
+    """One repository's files into ``out``, under ``prefix`` (``""`` or ``sources/NAME/``);
+    ``banners``: the catalogue's, of which it shows those of packages it lists (and, for a
+    source's repository, of that source)."""
     pieces = cut((file.sha256, stanzas[file.sha256]) for file in served)
     made = compress_all(pieces, out, previous, pool)
     indexes = {f"Packages{suffix}": one for suffix, one in made.items()}
@@ -365,7 +368,14 @@ def _repository(
                 one.body, index.media_type, index.etag, date, immutable=True
             )
     files[prefix + "Release"] = IndexFile(release, MEDIA_TYPES[""], entity_tag(release), date)
-    featured = featured_banners([])
+    listed = {file.package for file in served}
+    featured = featured_banners(
+        [
+            {"url": image, "title": title, "package": package}
+            for owner, package, image, title in banners
+            if package in listed and (source is None or owner == source)
+        ]
+    )
     files[prefix + "sileo-featured.json"] = IndexFile(
         featured, "application/json", entity_tag(featured), date
     )
@@ -432,10 +442,11 @@ def build(
         for file in snapshot.files
     }
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
-        parts = (previous, pool, stanzas)
+        parts = (previous, pool, stanzas, snapshot.banners)
         # An empty catalogue is dated by its first source; one with no source and no key
         # (nothing signed, nothing to agree on) by this build: never 1970.
-        whole = latest(snapshot.files, snapshot.began or int(time.time()))
+        unsigned_and_new = not snapshot.began and not snapshot.keys_changed
+        whole = latest(snapshot.files, int(time.time()) if unsigned_and_new else snapshot.began)
         _repository("", snapshot.files, identity, whole, sign, found, *parts)
         for source, files in by_source.items():
             when = latest(files)

@@ -278,6 +278,20 @@ deb_files = Table(
 )
 """The .deb files held in the blob store, by SHA-256 (migration 0006); changes move the generation."""
 
+featured_banners = Table(
+    "featured_banners",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("package", String(255), nullable=False),
+    Column("image_url", Text, nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("source_id", "package", name="uq_featured_banners_package"),
+)
+"""The banners of sileo-featured.json, per source (migration 0012); changes move the generation."""
+
 repository_keys = Table(
     "repository_keys",
     metadata,

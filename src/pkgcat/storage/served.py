@@ -68,6 +68,8 @@ class Snapshot:
     began: int = 0
     """When the catalogue's first source was made (0: it has none): the date of an empty
     repository, which has no change of its own to be dated by."""
+    banners: tuple[tuple[str, str, str, str], ...] = ()
+    """The featured banners, by source and place: (source, package, image address, title)."""
 
 
 def read_served(engine: Engine) -> Snapshot:
@@ -111,6 +113,12 @@ def read_served(engine: Engine) -> Snapshot:
             select(func.max(func.coalesce(k.c.retired_at, k.c.created_at)))
         ).scalar()
         began = db.execute(select(func.min(s.c.created_at))).scalar()
+        b = t.featured_banners
+        banners = db.execute(
+            select(s.c.name, b.c.package, b.c.image_url, b.c.title)
+            .join(s, s.c.id == b.c.source_id)
+            .order_by(s.c.name, b.c.position)
+        ).all()
     files = [
         ServedFile(
             sha256=row.sha256,
@@ -139,7 +147,13 @@ def read_served(engine: Engine) -> Snapshot:
         )
         for row in rows
     ]
-    return Snapshot(int(generation), files, int(keys_changed or 0), int(began or 0))
+    return Snapshot(
+        int(generation),
+        files,
+        int(keys_changed or 0),
+        int(began or 0),
+        tuple((row[0], row[1], row[2], row[3]) for row in banners),
+    )
 
 
 def claim_grant(

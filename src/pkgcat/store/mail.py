@@ -6,8 +6,9 @@
 - ``console`` (:class:`ConsoleMailer`), for development: the whole message is written to the
   server's standard output and the code to its log, as Django's console e-mail backend does,
   so that a store can be tried with no mail server. Settings allow it only for a store in
-  test mode or on a loopback address (:class:`pkgcat.config.Settings`), where the only
-  person who can read the log is the one signing in.
+  test mode (where nothing is bought for money) or on a loopback address
+  (:class:`pkgcat.config.Settings`): whoever reads the server's output or log reads every
+  code, so it is for a store only its developer signs in to.
 
 :func:`mailer_for` picks one from the settings.
 """
