@@ -198,6 +198,25 @@ REFUSALS = {
     "missing field": (_no_description, "missing required field Description"),
     "another source's package": (_other_source, "package 'com.beta.paid' belongs to source 'Beta'"),
     "upper-case id": (_upper_case, "control: Package: 'COM.BETA.PAID' must be lower case"),
+    # The device's own packages, and fields that make apt install a package by itself
+    # (apt-pkg/upgrade.cc installs every Essential package dist-upgrade finds).
+    "the device's apt": (
+        lambda tmp_path: build_deb(tmp_path, "apt", "99:9.9"),
+        "control: Package: package 'apt' is reserved",
+    ),
+    "a fake firmware": (
+        lambda tmp_path: build_deb(tmp_path, "firmware", "99"),
+        "package 'firmware' is reserved",
+    ),
+    "a virtual cy+ package": (
+        lambda tmp_path: build_deb(tmp_path, "cy+cpu.arm64", "1.0"),
+        "package 'cy+cpu.arm64' is reserved",
+    ),
+    "Essential: yes": (
+        _rendered({"Essential": "yes"}),
+        "control: Essential: 'yes' would make apt install or keep the package by itself",
+    ),
+    "Protected: yes": (_rendered({"Protected": "yes"}), "control: Protected: 'yes'"),
 }
 
 

@@ -428,3 +428,18 @@ def test_a_server_error_gives_the_key_back_and_the_retry_publishes(
     retried = post(uploader, publish_key, deb, **{"idempotency-key": "fault"})
     assert retried.status_code == 200, retried.text
     assert retried.json()["response"]["version"] == "1.0"
+
+
+def test_a_form_that_cannot_be_read_is_code_2_not_a_500(uploader: Api, publish_key: str) -> None:
+    """python-multipart raises on a body that is not the form its boundary says; the answer
+    names the file, as for every other unreadable upload."""
+    answer = post(
+        uploader,
+        publish_key,
+        b"not multipart at all",
+        **{"content-type": "multipart/form-data; boundary=xyz"},
+    )
+    assert answer.status_code == 400
+    body = answer.json()
+    assert body["code"] == 2
+    assert "multipart form cannot be read" in body["response"]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 from zoneinfo import ZoneInfo
 
+from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.types import Receive
 
@@ -137,6 +138,14 @@ class _FormFile:
         return MultipartParser(boundary, callbacks)  # type: ignore[arg-type]  # a TypedDict there
 
 
+def _parse(step: Callable[[bytes], object], chunk: bytes) -> None:
+    """A step of the form's parser: a form it cannot read is the caller's error, not ours."""
+    try:
+        step(chunk)
+    except MultipartParseError as error:
+        raise InvalidArgument("file", f"the multipart form cannot be read: {error}") from None
+
+
 async def receive_deb(incoming: Incoming, limit: int) -> Received:
     """The .deb of the request, in a temporary file the caller deletes; code 2 when unfit."""
     raw_type = incoming.header(b"content-type") or b""
@@ -173,11 +182,11 @@ async def receive_deb(incoming: Incoming, limit: int) -> Received:
                 if parser is None:
                     sink.write(chunk)
                 elif chunk:
-                    parser.write(chunk)
+                    _parse(parser.write, chunk)
                 if not message.get("more_body", False):
                     break
             if parser is not None:
-                parser.finalize()
+                _parse(lambda _: parser.finalize(), b"")
                 if sink.parts == 0:
                     raise InvalidArgument("file", "the form has no part named file")
         if sink.size == 0:

@@ -55,6 +55,7 @@ from pkgcat.ingest.control import Mapper, Skip, quiet_python_debian
 from pkgcat.ingest.limits import ImportLimits
 from pkgcat.ingest.rendered import clean, line_break_problem, upload_problem
 from pkgcat.repository import ar
+from pkgcat.repository.reserved import field_problem
 from pkgcat.storage.blobs import CHUNK
 from pkgcat.storage.records import Record
 
@@ -401,7 +402,10 @@ def inspect_deb(path: Path, *, base_url: str, limits: DebLimits, imported: bool 
         for name in list(paragraph):
             if name.lower() in COMPUTED:
                 del paragraph[name]
-            elif not imported and (problem := upload_problem(name, paragraph[name])):
+            elif not imported and (
+                problem := upload_problem(name, paragraph[name])
+                or field_problem(name, paragraph[name])
+            ):
                 raise Refused(f"control: {problem}")
         if imported:
             clean(paragraph)

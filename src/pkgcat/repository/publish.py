@@ -39,6 +39,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from pkgcat.repository.debs import DebInfo, DebLimits, Refused, check_size, inspect_deb
+from pkgcat.repository.reserved import reserved_problem
 from pkgcat.storage.blobs import BlobStore
 from pkgcat.storage.writes.published import (
     KeyTaken,
@@ -107,6 +108,8 @@ def _inspect(
             f"control: Package: {package!r} must be lower case "
             f"({package.lower()!r}; Debian policy 5.6.1)"
         )
+    if (problem := reserved_problem(package)) is not None:
+        raise Refused(f"control: Package: {problem}")
     owner = read_owner(engine, *info.key)
     try:
         new = check_key(owner, source, package, info.digests.sha256)
