@@ -192,7 +192,9 @@ def test_a_mirrored_stanza_keeps_its_package_and_loses_every_unsafe_field(
     assert (
         served["SileoDepiction"] == "https://repo.example/repo/depictions/org.mirror.hostile.json"
     )
-    assert {"Depiction", "Icon", "Header", "Support"}.isdisjoint(served)
+    # The mirror's javascript: Depiction is gone: the one left is the repository's own page.
+    assert served["Depiction"] == "https://repo.example/repo/depictions/org.mirror.hostile.html"
+    assert {"Icon", "Header", "Support"}.isdisjoint(served)
     views = fetch(api, "/repo/depictions/org.mirror.hostile.json").json()["tabs"][0]["views"]
     for view in views:
         for key in ("title", "text"):
