@@ -146,6 +146,32 @@ def test_readiness_follows_redis_while_requests_fail_open(
         assert api.http.get("/readyz").status_code == 200
 
 
+def test_a_redis_connection_lost_in_an_outage_gives_no_503_once_redis_is_back(
+    make_api: AppFactory, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis gone without a word reaching the worker (its host down: no FIN, no reset), then
+    back. The connection the readiness PING keeps in its pool was idle all along, so it still
+    looks open, and its first use meets a reset. It is dropped and the PING sent again on a
+    new connection: ready at once, and the requests after it served."""
+    with proxied(redis_url) as (proxy, through):
+        api = make_api(redis_url=through, rate_limit_namespace=f"faults-{uuid.uuid4().hex[:8]}")
+        assert api.http.get("/readyz").status_code == 200  # its connection, back in the pool
+        assert details(api).status_code == 200
+        connects = proxy.accepted
+
+        proxy.forget()
+        proxy.restore()
+        # No request in between: every connection is as an idle worker's through an outage.
+        with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+            ready = api.http.get("/readyz")
+        assert ready.status_code == 200, ready.json()
+        assert ready.json()["status"] == "ready"
+        assert not [r for r in caplog.records if r.name == "pkgcat.http"]  # no "not ready"
+        assert proxy.accepted > connects  # the lost one was met, and replaced
+        assert [details(api).status_code for _ in range(3)] == [200] * 3
+        assert [api.http.get("/readyz").status_code for _ in range(3)] == [200] * 3
+
+
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_a_silent_postgresql_is_503_at_the_deadline_and_nothing_is_counted(
     database_url: str, clock: Clock, catalogue: dict[str, str], caplog: pytest.LogCaptureFixture
