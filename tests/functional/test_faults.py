@@ -33,7 +33,7 @@ from pkgcat.storage.postgres.connection import asyncpg_dsn
 from pkgcat.storage.sqlite import sqlite_path
 from tests.conftest import Api, AppFactory, Clock, stored_count
 from tests.proxy import Proxy, proxied
-from tests.servers import counted, environment, seed, serving
+from tests.servers import counted, environment, poll, seed, serving
 
 DETAILS = "/1.0/package/details.json"
 
@@ -170,6 +170,38 @@ def test_a_redis_connection_lost_in_an_outage_gives_no_503_once_redis_is_back(
         assert proxy.accepted > connects  # the lost one was met, and replaced
         assert [details(api).status_code for _ in range(3)] == [200] * 3
         assert [api.http.get("/readyz").status_code for _ in range(3)] == [200] * 3
+
+
+def caches_word(client: TestClient) -> str | None:
+    """What ``/readyz`` says of the caches once it answers ready, else None."""
+    answer = client.get("/readyz")
+    word = answer.json().get("caches") if answer.status_code == 200 else None
+    return word if word == "current" else None
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_the_caches_follow_postgresql_without_a_request_and_after_an_outage(
+    database_url: str, clock: Clock, catalogue: dict[str, str]
+) -> None:
+    """The listener starts with the worker, not with its first request, and reconnects by
+    itself (backing off) after PostgreSQL was away: ``/readyz`` is right with no traffic."""
+    with proxied(database_url) as (proxy, through):
+        app = create_app(Settings(database_url=through), clock=clock)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            # Nothing has been asked yet: the only connection is the listener's.
+            poll(lambda: proxy.accepted or None, "the listener connects at the worker's start")
+            poll(lambda: caches_word(client), "the caches are current")
+
+            proxy.cut()
+            ready = client.get("/readyz")
+            assert ready.status_code == 503
+            connects = proxy.accepted
+            proxy.restore()
+            # No request: the listener comes back on its own, and /readyz finds it there.
+            poll(lambda: proxy.accepted > connects or None, "the listener connects again")
+            poll(lambda: caches_word(client), "the caches are current again")
+            api = Api(http=client, keys=catalogue, pushed=True)
+            assert [details(api).status_code for _ in range(3)] == [200] * 3
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
