@@ -5,7 +5,9 @@ unreachable one (PostgreSQL behind a proxy the test cuts) are answered 503 with
 code 15 and ``Retry-After``, logged in one line without a trace, and not
 counted; once the fault ends, requests succeed again with no restart.
 ``/readyz`` answers 503 while the database, or Redis when configured, cannot
-be used. Each fault lasts as long as the test holds it, and no longer.
+be used, and 200 once they are back, with no request needed first and no 503
+from a connection lost in the outage. Each fault lasts as long as the test
+holds it, and no longer.
 """
 
 from __future__ import annotations
