@@ -7,12 +7,20 @@ unreachable for that server alone. Cut, it closes every connection it carries
 and stops listening, so connects are refused; restored, it listens on the same port.
 Stalled, it keeps every connection open and accepts new ones, but holds what either
 side sends (a server frozen, sockets open, no replies); resumed, it delivers it all.
+Forgotten, the server's side of every connection is gone without a word reaching the
+client (a host that went down, or whose state was lost: no FIN, no reset), and connects
+are refused; once restored, the first bytes a client sends on a connection it still holds
+are answered with a reset, as a host answers a segment of a connection it does not know
+(RFC 9293, 3.10.7.1). A client that keeps such a connection idle through the outage finds
+it stale only when it uses it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,8 +42,13 @@ class Proxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._clients: set[asyncio.StreamWriter] = set()  # the clients' ends of the open ones
+        self._forgotten: set[asyncio.StreamWriter] = set()  # clients' ends, left open
         self._flowing = asyncio.Event()
         self._flowing.set()
+        self._listening = asyncio.Event()
+        self.accepted = 0
+        """Connections accepted so far (each a connect of the proxied client)."""
 
     def _call(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(WAIT)
@@ -47,6 +60,12 @@ class Proxy:
     def cut(self) -> None:
         """Refuse new connections and close the ones open (as a server gone away would)."""
         self._call(self._cut())
+
+    def forget(self) -> None:
+        """Lose every connection as a host gone down does: the server's ends closed, the
+        client's left open and told nothing; new connections refused until :meth:`restore`,
+        after which a forgotten connection's next bytes are answered with a reset."""
+        self._call(self._forget())
 
     def restore(self) -> None:
         self._call(self._listen())
@@ -68,35 +87,73 @@ class Proxy:
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
+        self._listening.set()
 
-    async def _cut(self) -> None:
+    async def _close_server(self) -> None:
+        self._listening.clear()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
-        for writer in list(self._writers):
+
+    async def _cut(self) -> None:
+        await self._close_server()
+        for writer in [*self._writers, *self._forgotten]:
+            writer.transport.abort()
+        self._writers.clear()
+        self._forgotten.clear()
+
+    async def _forget(self) -> None:
+        await self._close_server()
+        clients = self._clients
+        self._forgotten |= clients
+        for writer in self._writers - clients:  # the server's ends
             writer.transport.abort()
         self._writers.clear()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection(*self._target)
         except OSError:
             writer.transport.abort()
             return
         self._writers |= {writer, upstream_writer}
+        self._clients.add(writer)
         await asyncio.gather(
-            self._pipe(reader, upstream_writer), self._pipe(upstream_reader, writer)
+            self._pipe(reader, upstream_writer, client=writer),
+            self._pipe(upstream_reader, writer),
         )
+        self._clients.discard(writer)
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client: asyncio.StreamWriter | None = None,
+    ) -> None:
+        """Forward ``reader`` to ``writer``; ``client``: the client's end, when ``reader`` reads it."""
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
+                if client is not None and client in self._forgotten:
+                    await self._reset(client)
+                    return
                 await self._flowing.wait()
                 writer.write(data)
                 await writer.drain()
         self._writers.discard(writer)
-        writer.transport.abort()
+        if writer not in self._forgotten:  # a forgotten client is told nothing
+            writer.transport.abort()
+
+    async def _reset(self, client: asyncio.StreamWriter) -> None:
+        """Once the server is back, answer the forgotten connection's bytes with a reset."""
+        await self._listening.wait()  # down meanwhile: the bytes go unanswered
+        self._forgotten.discard(client)
+        # A close with a zero linger sends RST rather than FIN.
+        client.get_extra_info("socket").setsockopt(
+            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+        )
+        client.transport.abort()
 
 
 @contextmanager

@@ -97,6 +97,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     site = create_site(
         on_shutdown=close,
+        on_startup=storage.start,
         ready=storage.readiness,
         throttle=throttle,
         metrics=metrics,

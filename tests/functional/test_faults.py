@@ -5,7 +5,9 @@ unreachable one (PostgreSQL behind a proxy the test cuts) are answered 503 with
 code 15 and ``Retry-After``, logged in one line without a trace, and not
 counted; once the fault ends, requests succeed again with no restart.
 ``/readyz`` answers 503 while the database, or Redis when configured, cannot
-be used. Each fault lasts as long as the test holds it, and no longer.
+be used, and 200 once they are back, with no request needed first and no 503
+from a connection lost in the outage. Each fault lasts as long as the test
+holds it, and no longer.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pkgcat.storage.postgres.connection import asyncpg_dsn
 from pkgcat.storage.sqlite import sqlite_path
 from tests.conftest import Api, AppFactory, Clock, stored_count
 from tests.proxy import Proxy, proxied
-from tests.servers import counted, environment, seed, serving
+from tests.servers import counted, environment, poll, seed, serving
 
 DETAILS = "/1.0/package/details.json"
 
@@ -144,6 +146,64 @@ def test_readiness_follows_redis_while_requests_fail_open(
 
         proxy.restore()
         assert api.http.get("/readyz").status_code == 200
+
+
+def test_a_redis_connection_lost_in_an_outage_gives_no_503_once_redis_is_back(
+    make_api: AppFactory, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis gone without a word reaching the worker (its host down: no FIN, no reset), then
+    back. The connection the readiness PING keeps in its pool was idle all along, so it still
+    looks open, and its first use meets a reset. It is dropped and the PING sent again on a
+    new connection: ready at once, and the requests after it served."""
+    with proxied(redis_url) as (proxy, through):
+        api = make_api(redis_url=through, rate_limit_namespace=f"faults-{uuid.uuid4().hex[:8]}")
+        assert api.http.get("/readyz").status_code == 200  # its connection, back in the pool
+        assert details(api).status_code == 200
+        connects = proxy.accepted
+
+        proxy.forget()
+        proxy.restore()
+        # No request in between: every connection is as an idle worker's through an outage.
+        with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
+            ready = api.http.get("/readyz")
+        assert ready.status_code == 200, ready.json()
+        assert ready.json()["status"] == "ready"
+        assert not [r for r in caplog.records if r.name == "pkgcat.http"]  # no "not ready"
+        assert proxy.accepted > connects  # the lost one was met, and replaced
+        assert [details(api).status_code for _ in range(3)] == [200] * 3
+        assert [api.http.get("/readyz").status_code for _ in range(3)] == [200] * 3
+
+
+def caches_word(client: TestClient) -> str | None:
+    """What ``/readyz`` says of the caches once it answers ready, else None."""
+    answer = client.get("/readyz")
+    word = answer.json().get("caches") if answer.status_code == 200 else None
+    return word if word == "current" else None
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_the_caches_follow_postgresql_without_a_request_and_after_an_outage(
+    database_url: str, clock: Clock, catalogue: dict[str, str]
+) -> None:
+    """The listener starts with the worker, not with its first request, and reconnects by
+    itself (backing off) after PostgreSQL was away: ``/readyz`` is right with no traffic."""
+    with proxied(database_url) as (proxy, through):
+        app = create_app(Settings(database_url=through), clock=clock)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            # Nothing has been asked yet: the only connection is the listener's.
+            poll(lambda: proxy.accepted or None, "the listener connects at the worker's start")
+            poll(lambda: caches_word(client), "the caches are current")
+
+            proxy.cut()
+            ready = client.get("/readyz")
+            assert ready.status_code == 503
+            connects = proxy.accepted
+            proxy.restore()
+            # No request: the listener comes back on its own, and /readyz finds it there.
+            poll(lambda: proxy.accepted > connects or None, "the listener connects again")
+            poll(lambda: caches_word(client), "the caches are current again")
+            api = Api(http=client, keys=catalogue, pushed=True)
+            assert [details(api).status_code for _ in range(3)] == [200] * 3
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)

@@ -27,6 +27,7 @@ import redis
 from pkgcat.domain import RateDecision
 from pkgcat.storage.redis.limiter import RedisLimiter
 from tests.backends import REDIS_VARIABLE, service_url, unavailable
+from tests.proxy import Proxy, proxied
 from tests.servers import free_port
 
 LOGGER = "pkgcat.storage.redis"
@@ -554,3 +555,36 @@ def test_limits_are_enforced_again_when_redis_comes_back(
     asyncio.run(main())
     # The new server had no script cached: the first call fell back to EVAL once.
     assert private_redis.stats()["cmdstat_eval"]["calls"] == 1
+
+
+def test_a_connection_lost_in_an_outage_is_replaced_before_the_first_batch_after_it(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis gone without a word reaching the limiter (its host down: no FIN, no reset), then
+    back. The batches' connection, idle through the outage, still looks open; the PING sent
+    on it first (the connection was idle past ``idle_check``) meets a reset, and is sent
+    again on a new connection, which the batch then takes: counted, and no warning."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    name = new_namespace()
+
+    async def main(through: str, proxy: Proxy) -> list[RateDecision]:
+        # Any pause counts as idle: the check runs before every batch of this test.
+        limiter = RedisLimiter(through, "5/minute", name, timeout=WAIT, idle_check=1e-9)
+        try:
+            first = await hit(limiter)
+            connects = proxy.accepted
+            proxy.forget()
+            proxy.restore()
+            after = [await hit(limiter) for _ in range(2)]
+            assert proxy.accepted == connects + 1  # one new connection, for the lost one
+            return [first, *after]
+        finally:
+            await limiter.close()
+
+    with proxied(redis_url) as (proxy, through):
+        decisions = asyncio.run(main(through, proxy))
+    assert [d.remaining for d in decisions] == [4, 3, 2]  # none failed open
+    assert warnings_of(caplog) == []
+    with redis.Redis.from_url(redis_url) as client:
+        assert client.get(f"{name}:ratelimit:1") == b"3"
+        client.delete(f"{name}:ratelimit:1")

@@ -149,8 +149,12 @@ def create_site(
     background: Sequence[Background] = (),
     store: ASGIApp | None = None,
     extra: Sequence[BaseRoute] = (),
+    on_startup: Callable[[], Awaitable[None]] | None = None,
 ) -> Starlette:
     """The Starlette app; ``/metrics`` is served only when ``metrics`` is given.
+
+    ``on_startup`` runs at the worker's start, on its event loop, before any request (the
+    storage's listener: the caches follow changes from then on, requested or not).
 
     ``throttle`` counts a wrong metrics token as a failed authentication, as the API counts
     a wrong key: a token is guessed no faster than a key. ``repository``: the served APT
@@ -232,6 +236,8 @@ def create_site(
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         obey_stops_noted_between_runs(asyncio.get_running_loop())
+        if on_startup is not None:
+            await on_startup()
         if metrics is not None:
             metrics.start()
         for task in background:

@@ -64,6 +64,10 @@ class Storage:
     pool_use: Callable[[], PoolUse | None] = _no_pool
     """The worker's pool of database connections now, where there is one (``/metrics``)."""
 
+    async def start(self) -> None:
+        """At the worker's start, on its event loop: the change feed begins listening."""
+        self.catalogue.start()
+
     async def readiness(self) -> dict[str, object]:
         """What ``/readyz`` reports; raises :class:`NotReady` when a backend cannot be used."""
         try:

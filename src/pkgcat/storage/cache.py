@@ -199,6 +199,10 @@ class CachedCatalogue(Catalogue):
             GenerationCache(cache_bytes(max_bytes, "history"))
         )
 
+    def start(self) -> None:
+        """Start the change feed (at the worker's start): see ChangeFeed.start."""
+        self._changes.start()
+
     async def generation(self) -> int:
         self._generation = self._changes.current()
         return self._generation

@@ -82,6 +82,12 @@ class ChangeFeed(Protocol):
     purchases, and the operator's statistics loads increment it too.
     """
 
+    def start(self) -> None:
+        """Begin following changes, at the worker's start (on its event loop): where they
+        are pushed, the listener runs from then on, reconnecting by itself, so that the
+        caches and ``/readyz`` are right before any request arrives."""
+        ...
+
     def current(self) -> int:
         """The generation as this process knows it now, at no cost; read at the start of a request.
 

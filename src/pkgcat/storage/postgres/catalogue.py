@@ -9,6 +9,13 @@ makes every change of the catalogue generation send it with the new value,
 so each worker learns of an import or a revoked key as soon as it commits,
 without reading anything per request. While the listening connection is down
 the feed answers "unknown" (nothing is served from a cache) and reconnects.
+
+The listener is started with the worker (:meth:`PostgresChanges.start`, from the app's
+lifespan), not by its first request: a worker no request has reached yet, or none since
+PostgreSQL came back, has its caches on all the same, and ``/readyz`` says so. Its
+reconnects back off (:func:`reconnect_delay`): quick after a blip, then no more than one
+attempt every :data:`RECONNECT_CAP` seconds per worker through a long outage, spread out
+so that the workers of every host do not all knock at once when the server returns.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,6 +37,25 @@ log = logging.getLogger("pkgcat.storage.postgres")
 
 CHANNEL = "pkgcat_catalogue"
 """The NOTIFY channel of catalogue generation changes (migration 0004)."""
+
+RECONNECT_FIRST = 0.25
+"""Seconds before the listener's first attempt to reconnect (before the jitter)."""
+RECONNECT_CAP = 2.0
+"""Seconds between two attempts, at most, however long PostgreSQL stays away."""
+
+
+def reconnect_delay(
+    failures: int,
+    first: float = RECONNECT_FIRST,
+    cap: float = RECONNECT_CAP,
+    *,
+    draw: Callable[[], float] = random.random,
+) -> float:
+    """Seconds before the next attempt after ``failures`` in a row: doubling from ``first``
+    up to ``cap``, then between half and all of it (the jitter keeps workers apart)."""
+    full = min(first * 2.0 ** min(failures - 1, 30), cap)
+    return full * (0.5 + draw() / 2)
+
 
 _NUMBERED: dict[str, str] = {}
 
@@ -45,10 +72,16 @@ class PostgresChanges:
     """:class:`~pkgcat.storage.interfaces.ChangeFeed` pushed by PostgreSQL (LISTEN/NOTIFY)."""
 
     def __init__(
-        self, database: PostgresDatabase, *, retry_every: float = 1.0, check_every: float = 5.0
+        self,
+        database: PostgresDatabase,
+        *,
+        retry_first: float = RECONNECT_FIRST,
+        retry_cap: float = RECONNECT_CAP,
+        check_every: float = 5.0,
     ) -> None:
         self._database = database
-        self._retry_every = retry_every
+        self._retry_first = retry_first
+        self._retry_cap = retry_cap
         self._check_every = check_every
         self._value = -1
         self._task: asyncio.Task[None] | None = None
@@ -65,13 +98,18 @@ class PostgresChanges:
         if self.on_downloads is not None:
             self.on_downloads()
 
-    def current(self) -> int:
+    def start(self) -> None:
+        """Start listening in the background, on the running loop, if not started yet."""
         if self._task is None and not self._closed:
             # In a context of its own: the worker's listener is no request's, and its lines
             # must not carry the id of the request that happened to start it.
             self._task = asyncio.get_running_loop().create_task(
                 self._listen(), context=contextvars.Context()
             )
+
+    def current(self) -> int:
+        if self._task is None:  # the worker started it; a feed used without the app starts here
+            self.start()
         return self._value
 
     async def latest(self) -> int:
@@ -88,8 +126,10 @@ class PostgresChanges:
             self._lost.set()
 
     async def _listen(self) -> None:
-        """Keep one connection listening; on loss, forget the generation and reconnect."""
+        """Keep one connection listening; on loss, forget the generation and reconnect,
+        backing off while the attempts fail (:func:`reconnect_delay`)."""
         down = False
+        failures = 0
         while not self._closed:
             connection = None
             self._lost = asyncio.Event()
@@ -105,12 +145,14 @@ class PostgresChanges:
                 if down:
                     log.info("listening for catalogue changes again")
                     down = False
+                failures = 0
                 await self._watch(connection)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 self._value = -1
                 self._downloads()
+                failures += 1
                 if not down:
                     log.warning(
                         "cannot listen for catalogue changes on %s (%s); caches are off until it works",
@@ -122,8 +164,9 @@ class PostgresChanges:
                 if connection is not None and not connection.is_closed():
                     with contextlib.suppress(Exception):
                         await connection.close()
-            if not self._closed:
-                await asyncio.sleep(self._retry_every)
+            if not self._closed:  # a loss right after it worked waits as a first failure
+                delay = reconnect_delay(max(failures, 1), self._retry_first, self._retry_cap)
+                await asyncio.sleep(delay)
 
     async def _watch(self, connection: Any) -> None:
         """Until the connection is lost, read the generation every ``check_every`` seconds.

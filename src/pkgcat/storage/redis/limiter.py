@@ -39,9 +39,19 @@ Design, and why:
   the others already counted) are sent again with the script's text, which
   also puts it back in Redis' cache. redis-py's ``register_script`` is not
   used because in a pipeline it adds a SCRIPT EXISTS round trip to every batch.
-- **No client-side retries.** A retried pipeline whose first attempt reached
-  Redis would count its requests twice, and retries lengthen the wait on a
-  dead server. Connect and socket timeouts are short for the same reason.
+- **No client-side retries of a batch.** A retried pipeline whose first attempt
+  reached Redis would count its requests twice, and retries lengthen the wait on
+  a dead server. Connect and socket timeouts are short for the same reason.
+- **A PING retried once, on a fresh connection; never a batch.** A connection left
+  idle through an outage may have been forgotten by the server without a word
+  reaching us (its host went down, a failover, a NAT's state lost): it looks open,
+  and fails with a reset on its first use once Redis is back. The readiness PING,
+  and the PING the batches' connection sends first when it has been idle for
+  :data:`IDLE_CHECK` (redis-py's health check), are sent again once on a new
+  connection (redis-py's ``Retry`` drops the lost one first). So once Redis
+  answers, ``/readyz`` says ready and the first batch is counted, with no warning.
+  Only a ``ConnectionError`` is retried, and only a PING (it counts nothing); a
+  timeout is not, so a silent server costs one timeout as before.
 
 Failure policy: **fail open.** When Redis is unreachable, slow or answers
 with an error, the request is allowed, with the full limit as remaining and
@@ -70,12 +80,22 @@ from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
 from pkgcat.domain import RateDecision
 from pkgcat.loops import RunningLoop
 
 log = logging.getLogger("pkgcat.storage.redis")
+
+PING_RETRY = Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+"""The client's commands (the readiness PING): asked again once, at once, on a fresh
+connection when the one they took was lost (redis-py disconnects it before the retry)."""
+IDLE_CHECK = 1.0
+"""Seconds the batches' connection may stay idle before the next batch PINGs on it first
+(redis-py's ``health_check_interval``, the PING retried as :data:`PING_RETRY`): a busy
+worker's batches follow one another closer than that and pay nothing more; a quiet one's
+first batch after a pause pays one round trip, and never meets a connection lost meanwhile."""
 
 # KEYS[1]: one application's counter; ARGV[1]: the window in milliseconds; ARGV[2]: hits.
 # Returns {count in the window including these hits, milliseconds left in the window}.
@@ -97,8 +117,9 @@ class RedisLimiter:
 
     ``client`` replaces the client built from ``url``. Either way its settings make the
     connection the batches travel on, it answers :meth:`ready`, and the limiter owns it:
-    :meth:`close` closes both. One limiter serves one event loop, like the connections
-    it holds.
+    :meth:`close` closes both (the batches' connection with the limiter's own retry and
+    ``idle_check``, :data:`IDLE_CHECK`). One limiter serves one event loop, like the
+    connections it holds.
     """
 
     def __init__(
@@ -111,6 +132,7 @@ class RedisLimiter:
         limits: str = "rate limits",
         timeout: float = 0.25,
         retry_after_failure: float = 1.0,
+        idle_check: float = IDLE_CHECK,
         client: Redis | None = None,
     ) -> None:
         item = parse(rate_limit)
@@ -127,13 +149,14 @@ class RedisLimiter:
         self._prefix = f"{namespace}:{kind}:"
         self._limits = limits  # what the outage lines say is (not) enforced
         self._retry_after_failure = retry_after_failure
+        self._idle_check = idle_check
         self._server = _without_credentials(url)
         if client is None:
             client = Redis.from_url(
                 url,
                 socket_connect_timeout=timeout,
                 socket_timeout=timeout,
-                retry=Retry(NoBackoff(), 0),
+                retry=PING_RETRY,
             )
         self._redis = client
         self._connection: AbstractConnection | None = None
@@ -251,7 +274,12 @@ class RedisLimiter:
         connection = self._connection
         if connection is None:  # built again after a failure, from the settings as they are
             pool = self._redis.connection_pool  # the client's settings, not its pool
-            connection = self._connection = pool.connection_class(**pool.connection_kwargs)
+            # Only the PING of a connection idle past the check is retried, never a batch.
+            settings = pool.connection_kwargs | {
+                "retry": PING_RETRY,  # redis-py copies it
+                "health_check_interval": self._idle_check,
+            }
+            connection = self._connection = pool.connection_class(**settings)
         script = (b"EVALSHA", _HIT_SHA) if by_sha else (b"EVAL", _HIT_SCRIPT)
         calls = [(*script, 1, key, self._window_ms, hits) for key, hits in keys]
         try:
@@ -259,9 +287,8 @@ class RedisLimiter:
                 # Closed by the server while idle (its timeout, a proxy) or holding bytes
                 # nobody asked for: connected afresh by the send, as the pool would.
                 await connection.disconnect(nowait=True)
-            await connection.send_packed_command(
-                connection.pack_commands(calls), check_health=False
-            )
+            # After IDLE_CHECK idle, a PING first: a lost connection is replaced before the batch.
+            await connection.send_packed_command(connection.pack_commands(calls))
             replies: list[Any] = []
             for _ in calls:
                 try:
@@ -309,6 +336,9 @@ class RedisLimiter:
 
     async def ready(self) -> None:
         """One PING, within the limiter's short timeouts; raises when Redis does not answer.
+
+        A connection lost while idle is replaced and the PING asked again once
+        (:data:`PING_RETRY`), so a server that is back is never reported down.
 
         Requests fail open meanwhile (the limit is not enforced), but a server
         that cannot enforce its limit is not ready to take traffic.

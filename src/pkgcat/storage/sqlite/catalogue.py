@@ -46,6 +46,9 @@ class SqliteChanges:
         self._seen: int | None = None
         self._read_this_turn = False
 
+    def start(self) -> None:
+        """Nothing to start: SQLite pushes nothing, each commit of counts reads the generation."""
+
     def current(self) -> int:
         if self._seen is None:
             self._seen = read_generation(self._database.db)
