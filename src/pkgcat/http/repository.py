@@ -28,11 +28,12 @@ its last byte goes out.
 
 A download that could not be counted, or whose file the store cannot give, is refused
 before its first byte: ``503`` with ``Retry-After``, a failed fetch the client tries again,
-where a 200 cut short left it a partial file and a body it could not tell apart. Before a whole download
-starts, ``reachable`` waits for the database to take a commit of the counts (it joins their
-group commit: the downloads that start together cost one round trip), and the file's first
-chunk is read from the store; each within the request deadline. An outage is logged once
-(:class:`~pkgcat.outages.Outage`), not once a download, and never with a trace.
+where a 200 cut short left it a partial file. Before a whole download starts,
+``reachable`` waits for the database to take a commit of the counts (it joins their group
+commit: the downloads that start together cost one round trip), and the file's first chunk
+is read from the store; each within the request deadline. An outage is logged once
+(:class:`~pkgcat.outages.Outage`), not once a download, and never with a trace
+(docs/repository.md, "Counted downloads", says why this check and not a count taken back).
 """
 
 from __future__ import annotations
