@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
+from pkgcat.errors import NotReady
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
 from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES, operation_name
@@ -84,6 +85,14 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         store = Store(settings, served, engine)
 
+    async def ready() -> dict[str, object]:
+        found = await storage.readiness()
+        try:
+            await served.blobs.ready()
+        except Exception as error:  # the object store down: no download or upload works
+            raise NotReady(f"object store: {type(error).__name__}", found) from error
+        return found
+
     async def close() -> None:
         if access_log is not None:
             access_log.flush()  # and again at the process's exit, for answers still going out
@@ -98,7 +107,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
     site = create_site(
         on_shutdown=close,
         on_startup=storage.start,
-        ready=storage.readiness,
+        ready=ready,
         throttle=throttle,
         metrics=metrics,
         repository=RepositoryApp(
@@ -109,6 +118,9 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
             payment_endpoint=settings.store_url,
             cydia_gate=settings.store_cydia_gate,
             client=throttle.client,
+            reachable=storage.usage.reachable,
+            unavailable=database_unavailable,
+            deadline=settings.request_deadline,
         ),
         background=background,
         store=None if store is None else _store_app(store, throttle),

@@ -528,3 +528,29 @@ def test_downloads_land_with_the_batch_and_every_worker_reads_them_at_once(
             await second.close()
 
     run(database_url, work)
+
+
+def test_reachable_takes_a_commit_that_counts_nothing(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """What a download asks before its first byte: the database answers, nothing is written
+    (no download row, no usage), and it shares the batch of the counts asked with it."""
+    package = "com.alpha.free"
+
+    async def work(storage: Storage) -> None:
+        await storage.usage.reachable()  # alone: a batch of its own
+        await asyncio.gather(
+            storage.usage.reachable(),
+            storage.usage.record(1, DAY, 1, WHEN, OPERATION),
+            storage.usage.reachable(),
+        )
+        assert await storage.usage.downloads_total(package) == 0
+
+    run(database_url, work)
+    assert stored_count(database_url, 1) == 1  # the request's count alone
+    engine = engine_for(database_url)
+    try:
+        with engine.connect() as db:
+            assert db.execute(text("SELECT count(*) FROM download_days")).scalar_one() == 0
+    finally:
+        engine.dispose()

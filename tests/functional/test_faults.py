@@ -68,14 +68,17 @@ def details(api: Api, key: str = "alpha-a") -> httpx.Response:
     return response
 
 
-def assert_unavailable(response: httpx.Response, caplog: pytest.LogCaptureFixture) -> None:
-    """503, code 15, Retry-After; the request id in one log line, and no trace of ours."""
+def assert_unavailable(
+    response: httpx.Response, caplog: pytest.LogCaptureFixture, what: str = "database"
+) -> None:
+    """503, code 15, Retry-After; the request id in one log line, and no trace of ours.
+    ``what`` is unavailable: the database, or the object store."""
     assert response.status_code == 503
     assert response.headers["retry-after"] == "1"
     request_id = response.headers["x-request-id"]
     assert response.json() == {
         "code": 15,
-        "response": f"database unavailable; retry shortly; request id {request_id}",
+        "response": f"{what} unavailable; retry shortly; request id {request_id}",
     }
     ours = [r for r in caplog.records if r.name.startswith("pkgcat")]
     lines = [r for r in ours if request_id in r.getMessage()]

@@ -61,6 +61,7 @@ from pkgcat.keys import KEY_PREFIX
 from pkgcat.logs import REQUEST_ID, redact, request_text
 from pkgcat.loops import RunningLoop
 from pkgcat.services import CatalogueService
+from pkgcat.storage.blobs import BlobsUnavailable
 from pkgcat.storage.cache import GenerationCache
 
 if TYPE_CHECKING:
@@ -296,12 +297,13 @@ class ApiApp:
         loop.call_later(SWEEP_EVERY, self._sweep, loop)
 
     def _unavailable_answer(
-        self, request_id: str, path: str, why: str, rate: Headers
+        self, request_id: str, path: str, why: str, rate: Headers, what: str = "database"
     ) -> tuple[int, bytes, Headers, int]:
-        """The 503 of a database locked, unreachable or silent: one log line, no trace."""
+        """The 503 of a database (or object store) locked, unreachable or silent: one log
+        line, no trace."""
         # Expected while it lasts, and no bug: one line, no trace.
         log.warning("request %s to %s: %s", request_id, request_text(path), why)
-        unavailable = Unavailable(f"database unavailable; retry shortly; request id {request_id}")
+        unavailable = Unavailable(f"{what} unavailable; retry shortly; request id {request_id}")
         status, body, headers = error_response(unavailable)
         return status, body, rate + headers, unavailable.code
 
@@ -541,6 +543,12 @@ class ApiApp:
                     allowed = BY_PATH[path].method if path in BY_PATH else "GET"
                     headers.append((b"allow", allowed.encode()))
                 return status, body, rate + headers, error.code, application
+            except BlobsUnavailable as error:  # an upload's object store down (its retries spent)
+                if caller is not None:  # counted before the store failed: taken back
+                    self.service.retract(caller, operation_name(path))
+                why = f"object store unavailable ({error})"
+                answer = self._unavailable_answer(request_id, path, why, rate, "object store")
+                return *answer, application
             except Exception as error:
                 if self._unavailable(error):
                     if caller is not None:  # counted before the database failed: taken back

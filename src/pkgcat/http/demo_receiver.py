@@ -38,7 +38,7 @@ STYLE = (
     "body{font:15px/1.5 -apple-system,system-ui,sans-serif;margin:2em auto;max-width:60em;"
     "padding:0 1em}table{border-collapse:collapse;display:block;overflow-x:auto}"
     "th,td{text-align:left;padding:.3em .8em .3em 0;border-bottom:1px solid #ddd;"
-    "vertical-align:top}td{overflow-wrap:anywhere}"
+    "vertical-align:top}td.id{overflow-wrap:anywhere}"
 )
 HEADERS = {
     # No script at all; the page's one style, allowed by its digest.
@@ -147,7 +147,14 @@ def render(entries: list[dict[str, Any]]) -> str:
             check,
             _facts(event),
         )
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+        rows.append(
+            "<tr>"
+            + "".join(
+                f'<td class="id">{html.escape(c)}</td>' if n == 2 else f"<td>{html.escape(c)}</td>"
+                for n, c in enumerate(cells)
+            )
+            + "</tr>"
+        )
     table = (
         "<table><thead><tr><th>received</th><th>event</th><th>id</th><th>signature</th>"
         "<th>what</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"

@@ -25,6 +25,15 @@ file has gone out whole. The claiming client may ask again (apt resumes a cut
 download with a Range request) until then; a HEAD claims nothing. Each whole
 download is reported to ``on_download`` (counted per package and day), before
 its last byte goes out.
+
+A download that could not be counted, or whose file the store cannot give, is refused
+before its first byte: ``503`` with ``Retry-After``, a failed fetch the client tries again,
+where a 200 cut short left it a partial file. Before a whole download starts,
+``reachable`` waits for the database to take a commit of the counts (it joins their group
+commit: the downloads that start together cost one round trip), and the file's first chunk
+is read from the store; each within the request deadline. An outage is logged once
+(:class:`~pkgcat.outages.Outage`), not once a download, and never with a trace
+(docs/repository.md, "Counted downloads", says why this check and not a count taken back).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from email.utils import parsedate_to_datetime
 from importlib.resources import files
 from pathlib import Path
@@ -44,9 +53,11 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from pkgcat.http.asgi import matches
+from pkgcat.outages import Outage
 from pkgcat.repository.grants import Grant, GrantRefused, Grants
 from pkgcat.repository.indexes import IMMUTABLE, IndexFile, IndexSet, PoolEntry, entity_tag
 from pkgcat.repository.served import ServedRepository
+from pkgcat.storage.blobs import BlobsUnavailable
 from pkgcat.storage.store import device_owns
 
 log = logging.getLogger("pkgcat.repository")
@@ -68,8 +79,20 @@ completes, and with -1 when a file counted before it went out failed to go; rais
 the download could not be counted."""
 
 
+Reachable = Callable[[], Awaitable[None]]
+"""Returns once the database can take a download's count; raises when it cannot."""
+
+
 async def ignore_download(_entry: PoolEntry, _count: int) -> None:
     """A hook that records nothing (a repository served without counting)."""
+
+
+async def always_reachable() -> None:
+    """A database that is never asked (a repository served without counting)."""
+
+
+def never_unavailable(_error: Exception) -> bool:
+    return False
 
 
 def peer(scope: Scope) -> str:
@@ -95,6 +118,9 @@ class RepositoryApp:
         payment_endpoint: str | None = None,
         cydia_gate: bool = False,
         client: ClientOf = peer,
+        reachable: Reachable = always_reachable,
+        unavailable: Callable[[Exception], bool] = never_unavailable,
+        deadline: float = 5.0,
     ) -> None:
         """``zero_copy``: send whole files of the directory store from disk in one message,
         counted before they go (:meth:`_send_file`); ``redirect``: answer a whole download
@@ -102,7 +128,11 @@ class RepositoryApp:
         :data:`REDIRECT_SECONDS`, counted when redirected; ``payment_endpoint``: the store's
         address, served as ``payment_endpoint``; ``cydia_gate``: also serve a paid file to a
         device its headers say bought it; ``client``: whom a request comes from, which a
-        download URL's claim is bound to."""
+        download URL's claim is bound to; ``reachable``: asked before a whole download
+        starts; ``unavailable``: whether an error means the database is unreachable or
+        locked for now (:func:`pkgcat.storage.backends.database_unavailable`), then 503;
+        ``deadline``: the seconds a download may wait for the database or the store before
+        its first byte (``PKGCAT_REQUEST_DEADLINE``)."""
         self.served = served
         self._client = client
         self._payment_endpoint = payment_endpoint
@@ -110,6 +140,13 @@ class RepositoryApp:
         self.on_download = on_download
         self.zero_copy = zero_copy
         self.redirect = redirect
+        self.reachable = reachable
+        self._unavailable = unavailable
+        self._deadline = deadline
+        self.database = Outage("downloads cannot be counted", "downloads are counted again", log)
+        self.store = Outage(
+            "downloads cannot be read from the store", "downloads are read again", log
+        )
         icon = _icon()
         self._icon = IndexFile(icon, "image/png", entity_tag(icon), _EPOCH)
 
@@ -168,13 +205,53 @@ class RepositoryApp:
         count = None
         if entry.paid:
             query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-            refusal, count = await self._authorize(canonical, query, scope, headers)
-            if refusal is not None and "grant" not in query and self._cydia_gate:
-                refusal = await self._cydia(headers, entry, refusal)
+            try:
+                refusal, count = await self._authorize(canonical, query, scope, headers)
+                if refusal is not None and "grant" not in query and self._cydia_gate:
+                    refusal = await self._cydia(headers, entry, refusal)
+            except Exception as error:
+                if not self._unavailable(error):
+                    raise
+                await self._refuse(send, self.database, type(error).__name__)
+                return
             if refusal is not None:
                 await _plain(send, *refusal)
                 return
         await self._deb(scope, receive, send, entry, headers, count)
+
+    async def _refuse(self, send: Send, outage: Outage, reason: str) -> None:
+        """503 with ``Retry-After``, before any byte of the file; the outage told once."""
+        outage.failed(reason)
+        what = "counted" if outage is self.database else "read from the store"
+        await _plain(
+            send,
+            503,
+            f"this download cannot be {what} now; retry shortly",
+            [(b"retry-after", b"1")],
+        )
+
+    async def _before(
+        self, send: Send, step: Awaitable[object], outage: Outage, *, bounded: bool = True
+    ) -> bool:
+        """Await ``step`` before the response starts, within the deadline when ``bounded``
+        (a count is not: cancelled once sent, it could land for a download refused); False
+        when it failed for an outage, answered 503. Any other error is raised."""
+        try:
+            async with asyncio.timeout(self._deadline if bounded else None):
+                await step
+        except TimeoutError:
+            await self._refuse(send, outage, f"no answer within {self._deadline:g} s")
+            return False
+        except BlobsUnavailable as error:
+            await self._refuse(send, self.store, str(error))
+            return False
+        except Exception as error:
+            if outage is not self.database or not self._unavailable(error):
+                raise
+            await self._refuse(send, outage, type(error).__name__)
+            return False
+        outage.worked()
+        return True
 
     async def _authorize(
         self, path: str, query: dict[str, str], scope: Scope, headers: dict[bytes, bytes]
@@ -318,13 +395,24 @@ class RepositoryApp:
         if local is not None:
             await self._send_file(send, entry, out, local, count)
             return
-        async with _Watch(receive) as client:
+        if end == size and not await self._before(send, self.reachable(), self.database):
+            return  # its count could not be written: refused before its first byte
+        chunks = self.served.blobs.read(entry.sha256, start, end)
+        async with contextlib.aclosing(chunks), _Watch(receive) as client:
+            # The first chunk before the first byte: a store that cannot give it is a 503.
+            first: list[bytes] = []
+            if not await self._before(send, _first(chunks, first), self.store):
+                return
             await send({"type": "http.response.start", "status": status, "headers": out})
-            held = b""
-            async for chunk in self.served.blobs.read(entry.sha256, start, end):
-                if held:
-                    await send({"type": "http.response.body", "body": held, "more_body": True})
-                held = chunk
+            held = first[0] if first else b""
+            try:
+                async for chunk in chunks:
+                    if held:
+                        await send({"type": "http.response.body", "body": held, "more_body": True})
+                    held = chunk
+            except BlobsUnavailable as error:  # the store went away mid-file: cut short
+                self.store.failed(str(error))
+                return
             if end == size and held:
                 # Every byte but the last has gone out: count, then complete the file. A
                 # failed commit ends the response short, so the client asks again.
@@ -335,6 +423,12 @@ class RepositoryApp:
                     except GrantRefused as refused:
                         log.warning("a paid download ended one byte short: %s", refused)
                         return
+                    except Exception as error:
+                        if not self._unavailable(error):
+                            raise
+                        # The database went away during the download: one byte short.
+                        self.database.failed(type(error).__name__)
+                        return
                 held = held[-1:]
             await send({"type": "http.response.body", "body": held})
 
@@ -342,7 +436,8 @@ class RepositoryApp:
         """A whole download sent to the object's presigned address, counted when redirected
         (taken back when the redirect cannot be sent): whether the client then fetches the
         object is not known here."""
-        await count(entry, 1)
+        if not await self._before(send, count(entry, 1), self.database, bounded=False):
+            return
         sent = False
         try:
             headers = [
@@ -374,7 +469,8 @@ class RepositoryApp:
         handed to the server is counted.
         """
         try:
-            await count(entry, 1)
+            if not await self._before(send, count(entry, 1), self.database, bounded=False):
+                return
         except GrantRefused as refused:  # its download URL's file went out whole meanwhile
             await _plain(send, 410, str(refused))
             return
@@ -386,6 +482,13 @@ class RepositoryApp:
         finally:
             if not sent:
                 await asyncio.shield(count(entry, -1))
+
+
+async def _first(chunks: AsyncIterator[bytes], into: list[bytes]) -> None:
+    """The first chunk of ``chunks`` into ``into`` (nothing when there is none)."""
+    async for chunk in chunks:
+        into.append(chunk)
+        return
 
 
 class _Watch:

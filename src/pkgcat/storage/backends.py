@@ -93,8 +93,18 @@ def database_unavailable(error: Exception) -> bool:
     Such a request is answered 503 (code 15, ``Retry-After``), without a trace in
     the log: SQLite's write lock held past the counter's budget, a file it cannot
     open or read; a PostgreSQL server refusing, dropping or not answering the
-    connection, or shutting down. Anything else is a bug, answered 500.
+    connection, or shutting down; the same failures as SQLAlchemy wraps them (the
+    served repository's download URLs, the uploads). Anything else is a bug, answered 500.
     """
+    sqlalchemy = sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy is not None and isinstance(error, sqlalchemy.DBAPIError):
+        if error.connection_invalidated:
+            return True
+        psycopg = sys.modules.get("psycopg")
+        orig = error.orig
+        if psycopg is not None and isinstance(orig, psycopg.OperationalError):
+            return True  # connection refused, dropped, timed out (psycopg's class)
+        return isinstance(orig, Exception) and database_unavailable(orig)
     if isinstance(error, sqlite3.OperationalError):
         text = str(error)
         return any(
@@ -246,6 +256,7 @@ def open_blobs(settings: Settings) -> BlobStore:
             prefix=settings.s3_prefix,
             access_key_id=settings.s3_access_key_id,
             secret_access_key=secret.get_secret_value() if secret is not None else None,
+            deadline=settings.request_deadline,
         )
     root = Path(settings.blob_dir) if settings.blob_dir else default_blob_dir(settings.database_url)
     return DirectoryBlobs(root)

@@ -22,7 +22,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Protocol
 
@@ -35,6 +35,12 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 class BlobMismatch(Exception):
     """The bytes given or stored do not hash to the name they were stored under."""
+
+
+class BlobsUnavailable(Exception):
+    """The store cannot be reached or did not answer, for now (an object store down, its
+    retries spent): the request is answered 503, not 500. The message names the store and
+    what failed, never a credential."""
 
 
 def check_digest(digest: str) -> str:
@@ -81,7 +87,9 @@ class BlobStore(Protocol):
         """Whether the store holds the blob and its bytes hash to its name (reads it whole)."""
         ...
 
-    def read(self, digest: str, start: int = 0, end: int | None = None) -> AsyncIterator[bytes]:
+    def read(
+        self, digest: str, start: int = 0, end: int | None = None
+    ) -> AsyncGenerator[bytes, None]:
         """The blob's bytes from ``start`` up to ``end`` (exclusive; None: its end), in chunks.
 
         :class:`FileNotFoundError` when the store does not hold it.
@@ -99,6 +107,11 @@ class BlobStore(Protocol):
 
     async def delete(self, digest: str) -> None:
         """Remove the blob; nothing happens when it is not there."""
+        ...
+
+    async def ready(self) -> None:
+        """Return when the store answers now (``/readyz``); raise :class:`BlobsUnavailable`
+        when it does not."""
         ...
 
     async def close(self) -> None: ...
@@ -179,7 +192,7 @@ class DirectoryBlobs:
 
     async def read(
         self, digest: str, start: int = 0, end: int | None = None
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         path = self._path(digest)
         file = await anyio.open_file(path, "rb")
         try:
@@ -197,6 +210,11 @@ class DirectoryBlobs:
 
     async def delete(self, digest: str) -> None:
         self._path(digest).unlink(missing_ok=True)
+
+    async def ready(self) -> None:
+        # The root is made at the first publish: absent, there is nothing to serve yet.
+        if self.root.exists() and not os.access(self.root, os.R_OK | os.X_OK):
+            raise BlobsUnavailable(f"{self.name}: not readable")
 
     async def close(self) -> None:
         return None

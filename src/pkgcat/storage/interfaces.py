@@ -201,6 +201,16 @@ class UsageCounter(Protocol):
         """
         ...
 
+    async def reachable(self) -> None:
+        """Return once the database has taken a commit of the counts' batch, carrying no
+        count; raise as :meth:`record_download` would when it cannot (unreachable, locked).
+
+        Asked before a download's first byte, so that a download whose count could not be
+        written is refused before it starts; it joins the group commit like a count, so the
+        downloads starting together cost one round trip.
+        """
+        ...
+
     async def downloads_total(self, package: str) -> int:
         """Every counted download of ``package``: what details adds to the imported figure.
 

@@ -171,6 +171,9 @@ class Batch(NamedTuple):
     retracted: dict[tuple[int, str, str], int]
     cutoff: float
     downloads: dict[tuple[str, str], int]
+    probe: bool = False
+    """A download waits to know the database answers (:meth:`PostgresCounter.reachable`):
+    the statement goes even with nothing to count."""
 
 
 class TooLate(TimeoutError):
@@ -208,6 +211,8 @@ class PostgresCounter:
         # (application, day, operation) -> counts to take back with the next batch.
         self._retracted: dict[tuple[int, str, str], int] = {}
         self._in_flight: asyncio.Task[None] | None = None
+        self._probing = False
+        """Whether the next batch carries a :meth:`reachable` (it then goes, even empty)."""
         self._flying = 0
         self._running = RunningLoop()
         # The pool and its connection the last batch kept for the next (see the module
@@ -251,6 +256,12 @@ class PostgresCounter:
             await self._enqueue(None, "", _NEVER)
         finally:
             self.forget_downloads()  # not waiting for our own notification
+
+    async def reachable(self) -> None:
+        # The batch's statement with nothing to count writes no row (and so notifies
+        # nothing: the trigger of download_days is FOR EACH ROW), but makes its round trip.
+        self._probing = True
+        await self._enqueue(None, "", _NEVER)
 
     def _enqueue(
         self, key: tuple[int, str] | None, operation: str, cutoff: float
@@ -299,6 +310,7 @@ class PostgresCounter:
         touches, waiters, retracted = self._touches, self._waiters, self._retracted
         self._touches, self._waiters, self._retracted = {}, [], {}
         downloads, self._downloads = self._downloads, {}
+        probe, self._probing = self._probing, False
         counts: dict[tuple[int, str], int] = {}
         operations: dict[tuple[int, str, str], int] = {}
         cutoff = _NEVER
@@ -321,14 +333,17 @@ class PostgresCounter:
             operations[a, d, operation] = operations.get((a, d, operation), 0) - n
         self._flying = len(carried)
         self._in_flight = self._running().create_task(
-            self._commit(carried, Batch(counts, operations, touches, retracted, cutoff, downloads))
+            self._commit(
+                carried, Batch(counts, operations, touches, retracted, cutoff, downloads, probe)
+            )
         )
 
     async def _commit(self, waiters: list[Waiter], batch: Batch) -> None:
         started = time.perf_counter()
         landed = False
         try:
-            found = await self._count(batch) if batch.counts or batch.downloads else []
+            going = batch.counts or batch.downloads or batch.probe
+            found = await self._count(batch) if going else []
             if found and found[-1]["application_id"] is None:
                 raise TooLate("the batch reached the database after its requests' deadline")
         except BaseException as error:

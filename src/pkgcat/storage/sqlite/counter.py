@@ -111,6 +111,8 @@ class SqliteCounter:
         # from them at the commit, without the requests cancelled by then.
         self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str] | None, str]] = []
         self._scheduled = False
+        self._probing = False
+        """Whether the next commit carries a :meth:`reachable` (it then runs, even empty)."""
         # (application, day, operation) -> counts to take back with the next commit.
         self._retracted: dict[tuple[int, str, str], int] = {}
         # (package, UTC day) -> whole downloads of the batch; their waiters' key is None.
@@ -151,6 +153,14 @@ class SqliteCounter:
         loop = self._own_loop()
         key = (package, day.isoformat())
         self._downloads[key] = self._downloads.get(key, 0) + count
+        await self._enqueue(loop, None, "")
+
+    async def reachable(self) -> None:
+        # The commit's transaction, with nothing to write: it takes the write lock (waiting
+        # for it as a count would) and reads the generation, so a file that cannot be
+        # opened, or a lock held past the budget, fails here as the count would.
+        loop = self._own_loop()
+        self._probing = True
         await self._enqueue(loop, None, "")
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
@@ -216,7 +226,8 @@ class SqliteCounter:
             counts[key] = counts.get(key, 0) + 1
             split = (*key, operation)
             operations[split] = operations.get(split, 0) + 1
-        if not counts and not self._retracted and not self._touches and not self._downloads:
+        work = counts or self._retracted or self._touches or self._downloads
+        if not work and not self._probing:
             self._finish(None)
             return
         try:
@@ -296,6 +307,7 @@ class SqliteCounter:
         self._scheduled = False
         self._touches = {}
         self._downloads = {}
+        self._probing = False
         for waiter, key, _ in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
