@@ -13,6 +13,7 @@ from pkgcat.cli import group
 from pkgcat.cli._common import fail, load_settings, opened, print_listing, stdout
 from pkgcat.cli._tables import Column, when
 from pkgcat.config import Settings
+from pkgcat.repository.featured import checked
 from pkgcat.repository.keys import (
     KeyInfo,
     KeyProblem,
@@ -142,6 +143,7 @@ def banner_set(
     change its image and title, in its place)."""
     with opened(load_settings()) as engine:
         try:
+            image, title = checked(image, title)
             made = set_banner(engine, source, package, image, title, now=int(time.time()))
         except BannerRefused as error:
             fail(str(error), 2)

@@ -1,9 +1,9 @@
 """The banners of ``sileo-featured.json`` (migration 0012): set by the operator, per source.
 
-A banner opens one package of its source; its image must be an https address and its title
-plain text (the rules of fields clients render: :mod:`pkgcat.ingest.rendered`). A banner of
-a package that already has one replaces it, keeping its place. Every change moves the
-catalogue generation (the table's triggers), so every worker's indexes follow.
+A banner opens one package of its source; its image and title are checked before they come
+here (:mod:`pkgcat.repository.featured`). A banner of a package that already has one replaces
+it, keeping its place. Every change moves the catalogue generation (the table's triggers), so
+every worker's indexes follow.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 
-from pkgcat.ingest.rendered import link_problem, text_problem
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
-
-TITLE_MAX = 200
 
 
 class BannerRefused(ValueError):
@@ -43,14 +40,8 @@ def _source_id(db: Connection, source: str) -> int:
 def set_banner(
     engine: Engine, source: str, package: str, image_url: str, title: str, *, now: int
 ) -> Banner:
-    """Add the package's banner to its source's row (or replace it, in its place)."""
-    if (problem := link_problem(image_url, https_only=True)) is not None:
-        raise BannerRefused(f"image: {problem}")
-    title = title.strip()
-    if not title or len(title) > TITLE_MAX:
-        raise BannerRefused(f"title: 1 to {TITLE_MAX} characters")
-    if (problem := text_problem(title)) is not None:
-        raise BannerRefused(f"title: {problem}")
+    """Add the package's banner to its source's row (or replace it, in its place); the image
+    and title as :func:`pkgcat.repository.featured.checked` made them."""
     b, p = t.featured_banners, t.packages
     with write_transaction(engine) as db:
         source_id = _source_id(db, source)
