@@ -20,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from tests.backends import unavailable
-from tests.servers import free_port
+from tests.servers import free_ports
 
 WEED = Path(sys.executable).with_name("weed")
 BUCKET = "pkgcat-test"
@@ -92,35 +92,53 @@ def seaweedfs(directory: Path, wrap: Sequence[str] = ()) -> Iterator[S3Server]:
         "actions": ["Admin", "Read", "Write", "List", "Tagging"],
     }
     config.write_text(json.dumps({"identities": [identity]}))
-    data = directory / "data"
-    data.mkdir()
-    ports = {name: free_port() for name in ("master", "volume", "filer", "s3")}
-    grpc = {name: free_port() for name in ports}
-    args = [
-        *wrap, str(WEED), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
-        "-master.volumeSizeLimitMB=64", "-volume.max=16", "-s3", f"-s3.config={config}",
-        # Off: their ports are fixed, and two test workers each run a SeaweedFS.
-        "-s3.port.iceberg=0", "-s3.port.lance=0",
-    ]  # fmt: skip
-    for name in ports:
-        args += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={grpc[name]}"]
     log = directory / "weed.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(args, stdout=output, stderr=subprocess.STDOUT)
-    try:
+    for attempt in range(3):
+        data = directory / f"data-{attempt}"  # nothing of a start that failed is read again
+        data.mkdir()
+        # Eight ports, all different; another process may still take one before SeaweedFS
+        # binds it, and then it exits saying so: it is started again on others.
+        chosen = free_ports(8)
+        names = ("master", "volume", "filer", "s3")
+        ports, grpc = (
+            dict(zip(names, chosen[:4], strict=True)),
+            dict(zip(names, chosen[4:], strict=True)),
+        )
+        args = [
+            *wrap, str(WEED), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
+            "-master.volumeSizeLimitMB=64", "-volume.max=16", "-s3", f"-s3.config={config}",
+            # Off: their ports are fixed, and two test workers each run a SeaweedFS.
+            "-s3.port.iceberg=0", "-s3.port.lance=0",
+        ]  # fmt: skip
+        for name in ports:
+            args += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={grpc[name]}"]
+        with log.open("wb") as output:
+            process = subprocess.Popen(args, stdout=output, stderr=subprocess.STDOUT)
         server = S3Server(
             endpoint=f"http://127.0.0.1:{ports['s3']}",
             access_key_id=server.access_key_id,
             secret_access_key=server.secret_access_key,
         )
-        _first_write(server, process, log)
+        try:
+            _first_write(server, process, log)
+            break
+        except AssertionError:
+            taken = "address already in use" in log.read_text(errors="replace")
+            _stop(process)
+            if not taken or attempt == 2:
+                raise
+    try:
         yield server
     finally:
-        # Its data is the test's own: no need of a clean stop, which took SeaweedFS 15 s
-        # (the filer waits out its connections) at the end of each test worker.
-        process.terminate()
-        try:
-            process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    # Its data is the test's own: no need of a clean stop, which took SeaweedFS 15 s
+    # (the filer waits out its connections) at the end of each test worker.
+    process.terminate()
+    try:
+        process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
