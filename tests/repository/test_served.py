@@ -36,12 +36,21 @@ from tests.debs import build_deb
 from tests.repository.conftest import Publisher, get_scope, scalar
 from tests.seaweed import S3Server
 
+
+def _zstd_frames(data: bytes) -> bytes:
+    """Every frame of a .zst file: a Packages.zst holds one frame per piece of the text
+    (pkgcat.repository.pieces), and a file digest that cuts the text makes two or more."""
+    with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+        out: bytes = reader.read()
+    return out
+
+
 DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "Packages": lambda data: data,
     "Packages.gz": gzip.decompress,
     "Packages.xz": lzma.decompress,
     "Packages.bz2": bz2.decompress,
-    "Packages.zst": lambda data: zstandard.ZstdDecompressor().decompressobj().decompress(data),
+    "Packages.zst": _zstd_frames,
 }
 PASSPHRASE = "a test passphrase of some length"
 
