@@ -48,10 +48,10 @@ from pkgcat.client._models import (
     SalesPage,
     SourcePackage,
     UsageDay,
+    read_buyers_any,
 )
-from pkgcat.client._shapes import MalformedResponse
+from pkgcat.client._shapes import MalformedResponse, answer, listed
 from pkgcat.client._webhooks import (
-    WEBHOOK,
     WebhookAttempt,
     WebhookDeliveries,
     WebhookEndpoint,
@@ -101,6 +101,7 @@ DEB = "application/vnd.debian.binary-package"
 UPLOAD_CHUNK = 256 * 1024
 """Bytes sent at a time by an upload (what a progress callback hears of)."""
 _DOWNLOADS = "/1.0/package/downloads.json"
+WEBHOOK = "/1.0/webhook/{verb}.json"
 
 # Failures where the request may not have reached the server, or its answer was lost.
 # An unsupported scheme or a broken proxy setting will not fix itself: those are not retried.
@@ -267,32 +268,32 @@ class _Core:
         params = _given(days=days, start=start, end=end, by=by)
         if days is None and start is None and end is None:
             params["days"] = "30"
-        return self._exchange(_USAGE, params, UsageDay._read_all)
+        return self._exchange(_USAGE, params, listed(UsageDay))
 
     def package(self, package_id: str) -> _Exchange[Package]:
-        return self._exchange(_DETAILS, {"package": package_id}, Package._read)
+        return self._exchange(_DETAILS, {"package": package_id}, answer(Package))
 
     def buyers(self, package_id: str, limit: int, page: int) -> _Exchange[BuyersPage]:
         params = {"package": package_id, "limit": str(limit), "page": str(page)}
-        return self._exchange(_BUYERS, params, BuyersPage._read)
+        return self._exchange(_BUYERS, params, answer(BuyersPage))
 
     def buyers_walk(
         self, package_id: str, limit: int, page: int | None, cursor: str
     ) -> _Exchange[BuyersCursorPage]:
         """A page in cursor mode; a ``page`` beside the cursor is sent for the server to refuse."""
         params = _given(package=package_id, limit=limit, page=page, cursor=cursor)
-        return self._exchange(_BUYERS, params, BuyersCursorPage._read)
+        return self._exchange(_BUYERS, params, answer(BuyersCursorPage))
 
     def buyers_any(self, package_id: str, limit: int) -> _Exchange[BuyersCursorPage | BuyersPage]:
         """The first page of a walk: in cursor mode, or page 1 from a server without cursors."""
         params = {"package": package_id, "limit": str(limit), "cursor": ""}
-        return self._exchange(_BUYERS, params, BuyersCursorPage._read_or_page)
+        return self._exchange(_BUYERS, params, read_buyers_any)
 
     def packages(
         self, paid: bool | None, online: bool | None, limit: int, cursor: str | None
     ) -> _Exchange[PackagesPage]:
         params = _given(paid=paid, online=online, limit=limit, cursor=cursor)
-        return self._exchange(_PACKAGES, params, PackagesPage._read)
+        return self._exchange(_PACKAGES, params, answer(PackagesPage))
 
     def check(
         self,
@@ -305,13 +306,13 @@ class _Core:
         params = _given(
             package=package_id, nickname=nickname, account=account, udid=udid, model=model
         )
-        return self._exchange(_CHECK, params, Ownership._read)
+        return self._exchange(_CHECK, params, answer(Ownership))
 
     def downloads(
         self, package_id: str, days: int | None, start: date | None, end: date | None
     ) -> _Exchange[Downloads]:
         params = _given(package=package_id, days=days, start=start, end=end)
-        return self._exchange(_DOWNLOADS, params, Downloads._read)
+        return self._exchange(_DOWNLOADS, params, answer(Downloads))
 
     def sales(
         self,
@@ -325,13 +326,13 @@ class _Core:
         params = _given(
             start=start, end=end, package=package_id, status=status, limit=limit, cursor=cursor
         )
-        return self._exchange(_SALES, params, SalesPage._read)
+        return self._exchange(_SALES, params, answer(SalesPage))
 
     def upload(self, content: bytes, idempotency_key: str | None) -> _Exchange[Package]:
         """POST the .deb; every attempt carries the same ``Idempotency-Key`` (one made here
         when none is given), so a retry after a lost answer publishes nothing twice."""
         headers = {"Content-Type": DEB, "Idempotency-Key": _idempotency(idempotency_key)}
-        return self._exchange(_UPLOAD, {}, Package._read, body=content, extra=headers)
+        return self._exchange(_UPLOAD, {}, answer(Package), body=content, extra=headers)
 
     def webhook_post(
         self,
