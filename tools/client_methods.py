@@ -19,13 +19,17 @@ of it is written into the generated module.
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
+from pkgcat.client import _models, _shapes, _webhooks
 from pkgcat.http.openapi import served
 from pkgcat.http.operations import BY_NAME, Operation, Parameter
 
@@ -444,32 +448,6 @@ from datetime import date
 from typing import Literal, overload
 
 from pkgcat.client._core import Awaiting, Blocking, deb_bytes, given
-from pkgcat.client._models import (
-    Buyer,
-    BuyersCursorPage,
-    BuyersPage,
-    Downloads,
-    Ownership,
-    Package,
-    PackagesPage,
-    Sale,
-    SalesPage,
-    SourcePackage,
-    UsageDay,
-)
-from pkgcat.client._shapes import answer, listed
-from pkgcat.client._webhooks import (
-    WebhookAttempt,
-    WebhookDeliveries,
-    WebhookEndpoint,
-    WebhookSecret,
-    read_attempt,
-    read_deleted,
-    read_deliveries,
-    read_endpoint,
-    read_endpoints,
-    read_secret,
-)
 '''
 
 
@@ -507,18 +485,53 @@ def render() -> str:
             _method(m, blocking) if isinstance(m, Method) else _walk(m, blocking) for m in METHODS
         ]
         classes.append(f'class {cls}({base}):\n    """{doc}"""\n\n' + "\n\n".join(members))
-    text = HEADER + "\n" + paths + "\n\n\n" + "\n\n\n".join(classes) + "\n"
+    body = paths + "\n\n\n" + "\n\n\n".join(classes) + "\n"
+    text = HEADER + _imports() + "\n\n" + body
     return _formatted(text)
 
 
+def _declared(module: ModuleType) -> set[str]:
+    """The public names a module defines itself (not those it imports)."""
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text())
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {n for n in names if not n.startswith("_")}
+
+
+def _imports() -> str:
+    """The imports of the client's records and readers that the descriptions name."""
+    code = [
+        " ".join((m.returns, m.read, m.body, *(" ".join(o) for o in m.overloads)))
+        if isinstance(m, Method)
+        else f"{m.yields} {m.pages}"
+        for m in METHODS
+    ]
+    named = set(re.findall(r"\b[A-Za-z_]\w*\b", " ".join(code)))
+    lines = []
+    for module in (_models, _shapes, _webhooks):
+        names = sorted(named & _declared(module))
+        if names:
+            lines.append(f"from {module.__name__} import {', '.join(names)}")
+    return "\n".join(lines)
+
+
 def _formatted(text: str) -> str:
-    return subprocess.run(  # noqa: S603 - the project's own ruff, on the text written here
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET), "-"],
-        input=text,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """``text`` with its imports sorted and formatted as ``make lint`` wants them."""
+    for command in (("check", "--select", "I", "--fix-only"), ("format",)):
+        text = subprocess.run(  # noqa: S603 - the project's own ruff, on the text written here
+            [sys.executable, "-m", "ruff", *command, "--stdin-filename", str(TARGET), "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    return text
 
 
 def main(argv: list[str]) -> int:
