@@ -15,7 +15,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet --compile-bytecode
 
 .DEFAULT_GOAL := help
-.PHONY: help setup bytecode lock run test test-fast bench-store lint format typecheck fuzz bench bench-defaults bench-smoke bench-profile bench-repository soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup bytecode lock run test test-fast bench-store lint format typecheck client-methods fuzz bench bench-defaults bench-smoke bench-profile bench-repository soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,11 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 
 typecheck: $(STAMP) ## mypy --strict on src/ and tests/
 	$(BIN)/mypy
+
+# The methods of Client and AsyncClient, from the operation table (tests/test_client_methods.py
+# fails while the committed file and the table disagree).
+client-methods: $(STAMP) ## write src/pkgcat/client/_methods.py again from the operation table
+	$(BIN)/python -m tools.client_methods
 
 # The dashboard's chart library: the version dashboard/package-lock.json pins, from the npm
 # registry, copied into the served folder (and committed, so that serving needs no npm).

@@ -138,7 +138,9 @@ def test_importing_the_client_loads_no_server_module() -> None:
     assert json.loads(loaded) == [
         "pkgcat.client",
         "pkgcat.client._client",
+        "pkgcat.client._core",
         "pkgcat.client._errors",
+        "pkgcat.client._methods",
         "pkgcat.client._models",
         "pkgcat.client._relations",
         "pkgcat.client._shapes",

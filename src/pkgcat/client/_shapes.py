@@ -1,6 +1,6 @@
 """The only client module that knows shape A from shape B (spec sections 2 and 9): one
-reader per kind of value, from which each record of :mod:`pkgcat.client._models` reads its
-fields (its ``_read``).
+reader per kind of value, and the one reader of records (:func:`read_record`), which reads
+each record of :mod:`pkgcat.client._models` field by field as its fields declare.
 
 Shape A sends ISO 8601 dates with an offset, https addresses, integer usage
 counts and the fields ``architecture``, ``replaces``, ``sha256`` and
@@ -24,13 +24,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timezone, tzinfo
 from decimal import Decimal, InvalidOperation
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, dataclass_transform
 
 from pkgcat.client._relations import Relations, parse_relations
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+R = TypeVar("R", bound="DataclassInstance")
 
 _B_USAGE_DATE = "%d-%m-%Y %H:%M:%S"
 """Shape B's usage dates; its package dates, ``YYYY-MM-DD HH:MM:SS``, are ISO 8601 enough."""
@@ -171,7 +176,12 @@ def relations(value: object, where: str) -> Relations:
     return parse_relations(text(value, where))
 
 
-# --- objects and their fields ------------------------------------------------------------
+def either_day(value: object, where: str) -> date:
+    """A day as shape A writes it (``YYYY-MM-DD``) or shape B (``DD-MM-YYYY``)."""
+    written = text(value, where).strip()
+    if len(written) == 10 and written[2:3] == "-" and written[5:6] == "-":
+        written = f"{written[6:]}-{written[3:5]}-{written[:2]}"
+    return iso_day(written, where)
 
 
 def mapping(value: object, where: str) -> Mapping[str, object]:
@@ -180,50 +190,129 @@ def mapping(value: object, where: str) -> Mapping[str, object]:
     return value
 
 
-def required(
-    obj: Mapping[str, object], name: str, where: str, read: Callable[[object, str], T]
-) -> T:
+# --- records: each field declared once, read by one reader ---------------------------
+#
+# A record is a frozen dataclass whose every field says, beside its type, how it is read: its
+# presence (both shapes, both but maybe null, shape A only...), its reader and, when it differs
+# from the field's name, its name on the wire. read_record reads any record so, field by field
+# in the order declared; mypy holds each reader's type to its field's.
+
+
+@dataclass(frozen=True, slots=True)
+class Zoned(Generic[T]):
+    """A reader that needs the client's zone: dates without an offset, and what holds them."""
+
+    read: Callable[[object, str, tzinfo], T]
+
+
+Reader = Callable[[object, str], T] | Zoned[T] | type[T]
+"""How a field is read: a reader of one kind of value, a zoned one, or a record (its class)."""
+Presence = Literal["both", "nullable", "a_only", "as_sent", "walk_cursor"]
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """How one field of a record is read (a dataclass field's metadata)."""
+
+    read: Callable[[object, str, tzinfo], object]
+    presence: Presence
+    name: str | None
+    """Its name on the wire, when not the field's own (``pre-depends``)."""
+
+
+def _field(read: Reader[Any], presence: Presence, name: str | None, **options: Any) -> Any:
+    if isinstance(read, Zoned):
+        zoned = read.read
+    elif isinstance(read, type):
+        record: type[Any] = read
+        zoned = lambda v, w, z: read_record(record, v, z, w)  # noqa: E731 - a record as a reader
+    else:
+        plain = read
+        zoned = lambda v, w, _z: plain(v, w)  # noqa: E731 - its zone is not needed
+    return field(metadata={"wire": Wire(zoned, presence, name)}, **options)
+
+
+def both(read: Reader[T], name: str | None = None) -> T:
     """A field both shapes carry: its absence is a malformed response."""
-    path = f"{where}.{name}"
-    if name not in obj:
-        raise MalformedResponse(f"{path}: missing")
-    return read(obj[name], path)
+    return cast(T, _field(read, "both", name))
 
 
-def nullable(
-    obj: Mapping[str, object], name: str, where: str, read: Callable[[object, str], T]
-) -> T | None:
+def nullable(read: Reader[T], name: str | None = None) -> T | None:
     """A field both shapes carry that may be ``null``: its absence is still malformed."""
-    path = f"{where}.{name}"
-    if name not in obj:
-        raise MalformedResponse(f"{path}: missing")
-    value = obj[name]
-    return None if value is None else read(value, path)
+    return cast(T | None, _field(read, "nullable", name))
 
 
-def a_only(
-    obj: Mapping[str, object], name: str, where: str, read: Callable[[object, str], T]
-) -> T | None:
-    """A field only shape A carries: ``None`` when the server speaks shape B."""
-    value = obj.get(name)
-    return None if value is None else read(value, f"{where}.{name}")
+def a_only(read: Reader[T], **options: Any) -> T | None:
+    """A field only shape A carries (or only some answers): ``None`` when absent or null.
+    ``options`` are :func:`dataclasses.field`'s (a default, for one a constructor may omit)."""
+    return cast(T | None, _field(read, "a_only", None, **options))
 
 
-# --- what pages and days share ----------------------------------------------------------
+def as_sent(read: Reader[T], **options: Any) -> T:
+    """A field read from whatever was sent, ``None`` when absent: its reader decides.
+    ``options`` are :func:`dataclasses.field`'s (``repr=False`` for a secret)."""
+    return cast(T, _field(read, "as_sent", None, **options))
 
 
-def walk_position(body: Mapping[str, object], where: str) -> tuple[bool, str | None]:
-    """``has_more`` and ``cursor``; more to come with no cursor to ask for it is malformed."""
-    has_more = required(body, "has_more", where, flag)
-    cursor = nullable(body, "cursor", where, text) or None
-    if has_more and cursor is None:
-        raise MalformedResponse(f"{where}.cursor: null while has_more is true")
-    return has_more, cursor
+def walk_cursor() -> str | None:
+    """The cursor of a page of a walk: ``None`` (null or empty) when nothing follows; more to
+    come (``has_more``, declared before it) with no cursor to ask for it is malformed."""
+    return cast(str | None, _field(text, "walk_cursor", None))
 
 
-def either_day(value: object, where: str) -> date:
-    """A day as shape A writes it (``YYYY-MM-DD``) or shape B (``DD-MM-YYYY``)."""
-    written = text(value, where).strip()
-    if len(written) == 10 and written[2:3] == "-" and written[5:6] == "-":
-        written = f"{written[6:]}-{written[3:5]}-{written[:2]}"
-    return iso_day(written, where)
+@dataclass_transform(
+    frozen_default=True, field_specifiers=(both, nullable, a_only, as_sent, walk_cursor)
+)
+def record(*, slots: bool) -> Callable[[type[T]], type[T]]:
+    """A frozen dataclass whose fields are declared with the specifiers above. ``slots`` is
+    said where it is used, so that type checkers know of ``__slots__`` as with ``dataclass``."""
+    return dataclass(frozen=True, slots=slots)
+
+
+def read_record(cls: type[R], value: object, zone: tzinfo, where: str) -> R:
+    """A record of ``cls`` from the object at ``where``; a field no reader accepts, or one
+    missing, raises :class:`MalformedResponse` naming it."""
+    body = mapping(value, where)
+    values: dict[str, object] = {}
+    for declared in fields(cls):
+        wire: Wire = declared.metadata["wire"]
+        name = wire.name or declared.name
+        path = f"{where}.{name}"
+        if wire.presence in ("both", "nullable", "walk_cursor") and name not in body:
+            raise MalformedResponse(f"{path}: missing")
+        sent = body.get(name)
+        if wire.presence == "walk_cursor":
+            cursor = None if sent is None else wire.read(sent, path, zone) or None
+            if cursor is None and values.get("has_more"):
+                raise MalformedResponse(f"{path}: null while has_more is true")
+            values[declared.name] = cursor
+        elif sent is None and wire.presence in ("nullable", "a_only"):
+            values[declared.name] = None
+        else:
+            values[declared.name] = wire.read(sent, path, zone)
+    return cls(**values)
+
+
+def each(read: type[R]) -> Zoned[tuple[R, ...]]:
+    """A list of records, read in order: ``where[0]``, ``where[1]``..."""
+    return Zoned(
+        lambda v, w, z: tuple(
+            read_record(read, item, z, f"{w}[{n}]") for n, item in enumerate(items(v, w))
+        )
+    )
+
+
+def listed(read: type[R]) -> Callable[[object, tzinfo], list[R]]:
+    """The answer's list of records (``response[0]``, ...), in the server's order."""
+    return lambda v, z: [
+        read_record(read, item, z, f"response[{n}]") for n, item in enumerate(items(v, "response"))
+    ]
+
+
+def answer(read: type[R]) -> Callable[[object, tzinfo], R]:
+    """The answer's record (``response``)."""
+    return lambda v, z: read_record(read, v, z, "response")
+
+
+MOMENT = Zoned(moment)
+"""A date, read with the client's zone when it has no offset (:func:`moment`)."""

@@ -1,80 +1,57 @@
 """The records of the ``webhook/*`` operations, and their readers.
 
-A signing secret is shown once, in :class:`WebhookSecret`; it is left out of
-that record's ``repr`` so that logging the record does not log the secret.
+These answers are the server's own JSON (no shape B): each field is read strictly, as the
+JSON type it is sent as. A signing secret is shown once, in :class:`WebhookSecret`; it is
+left out of that record's ``repr`` so that logging the record does not log the secret.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime, tzinfo
+from typing import TypeVar
 
-from pkgcat.client._shapes import MalformedResponse
+from pkgcat.client._shapes import (
+    MalformedResponse,
+    Zoned,
+    answer,
+    as_sent,
+    mapping,
+    read_record,
+    record,
+)
 
 __all__ = ["WebhookAttempt", "WebhookDeliveries", "WebhookEndpoint", "WebhookSecret"]
 """The records, exported by :mod:`pkgcat.client`."""
 
-WEBHOOK = "/1.0/webhook/{verb}.json"
+T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class WebhookEndpoint:
-    """One webhook endpoint of the key's application (never its secret)."""
+def _exactly(kind: type[T]) -> Callable[[object, str], T]:
+    """A value of this JSON type (a boolean is no integer)."""
 
-    id: str
-    url: str
-    events: tuple[str, ...]
-    enabled: bool
-    disabled_reason: str | None
-    created_at: datetime
+    def read(value: object, where: str) -> T:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise MalformedResponse(f"{where}: unexpected {value!r}")
+        return value
 
-
-@dataclass(frozen=True, slots=True)
-class WebhookSecret:
-    """An endpoint just created or its secret just rolled, with the secret shown this once."""
-
-    endpoint: WebhookEndpoint
-    secret: str = field(repr=False)
+    return read
 
 
-@dataclass(frozen=True, slots=True)
-class WebhookAttempt:
-    """One delivery attempt: when, whether a 2xx came in time, the status, and the answer's
-    first bytes (or why there was none)."""
-
-    event_id: str
-    attempted_at: datetime
-    ok: bool
-    status: int | None
-    duration_ms: int
-    response: str
+def _optional(kind: type[T]) -> Callable[[object, str], T | None]:
+    """``null`` (or nothing), or a value of this JSON type."""
+    exactly = _exactly(kind)
+    return lambda value, where: None if value is None else exactly(value, where)
 
 
-@dataclass(frozen=True, slots=True)
-class WebhookDeliveries:
-    """A page of an endpoint's delivery log, newest first."""
-
-    attempts: tuple[WebhookAttempt, ...]
-    limit: int
-    has_more: bool
-    cursor: str | None
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    events = _exactly(list)(value, where)
+    if not all(isinstance(e, str) for e in events):
+        raise MalformedResponse(f"{where}: expected strings")
+    return tuple(events)
 
 
-def _object(value: object, where: str) -> Mapping[str, object]:
-    if not isinstance(value, dict):
-        raise MalformedResponse(f"{where}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _get(obj: Mapping[str, object], name: str, kind: type | tuple[type, ...], where: str) -> object:
-    value = obj.get(name)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise MalformedResponse(f"{where}.{name}: unexpected {value!r}")
-    return value
-
-
-def _moment(value: object, where: str, zone: tzinfo) -> datetime:
+def _instant(value: object, where: str, zone: tzinfo) -> datetime:
     if not isinstance(value, str):
         raise MalformedResponse(f"{where}: expected a date-time, got {value!r}")
     try:
@@ -83,73 +60,71 @@ def _moment(value: object, where: str, zone: tzinfo) -> datetime:
         raise MalformedResponse(f"{where}: {value!r} is not a date-time") from None
 
 
-def read_endpoint(value: object, zone: tzinfo, where: str = "response") -> WebhookEndpoint:
-    obj = _object(value, where)
-    events = _get(obj, "events", list, where)
-    assert isinstance(events, list)
-    if not all(isinstance(e, str) for e in events):
-        raise MalformedResponse(f"{where}.events: expected strings")
-    reason = obj.get("disabled_reason")
-    if reason is not None and not isinstance(reason, str):
-        raise MalformedResponse(f"{where}.disabled_reason: unexpected {reason!r}")
-    return WebhookEndpoint(
-        id=str(_get(obj, "id", str, where)),
-        url=str(_get(obj, "url", str, where)),
-        events=tuple(events),
-        enabled=bool(_get(obj, "enabled", bool, where)),
-        disabled_reason=reason,
-        created_at=_moment(obj.get("created_at"), f"{where}.created_at", zone),
-    )
+_INSTANT = Zoned(_instant)
+
+
+@record(slots=True)
+class WebhookEndpoint:
+    """One webhook endpoint of the key's application (never its secret)."""
+
+    id: str = as_sent(_exactly(str))
+    url: str = as_sent(_exactly(str))
+    events: tuple[str, ...] = as_sent(_strings)
+    enabled: bool = as_sent(_exactly(bool))
+    disabled_reason: str | None = as_sent(_optional(str))
+    created_at: datetime = as_sent(_INSTANT)
+
+
+@record(slots=True)
+class WebhookSecret:
+    """An endpoint just created or its secret just rolled, with the secret shown this once."""
+
+    endpoint: WebhookEndpoint = as_sent(WebhookEndpoint)
+    secret: str = as_sent(_exactly(str), repr=False)
+
+
+@record(slots=True)
+class WebhookAttempt:
+    """One delivery attempt: when, whether a 2xx came in time, the status, and the answer's
+    first bytes (or why there was none)."""
+
+    event_id: str = as_sent(_exactly(str))
+    attempted_at: datetime = as_sent(_INSTANT)
+    ok: bool = as_sent(_exactly(bool))
+    status: int | None = as_sent(_optional(int))
+    duration_ms: int = as_sent(_exactly(int))
+    response: str = as_sent(_exactly(str))
+
+
+def _attempts(value: object, where: str, zone: tzinfo) -> tuple[WebhookAttempt, ...]:
+    found = _exactly(list)(value, where)
+    return tuple(read_record(WebhookAttempt, a, zone, f"{where}[{i}]") for i, a in enumerate(found))
+
+
+@record(slots=True)
+class WebhookDeliveries:
+    """A page of an endpoint's delivery log, newest first."""
+
+    attempts: tuple[WebhookAttempt, ...] = as_sent(Zoned(_attempts))
+    limit: int = as_sent(_exactly(int))
+    has_more: bool = as_sent(_exactly(bool))
+    cursor: str | None = as_sent(_optional(str))
 
 
 def read_endpoints(value: object, zone: tzinfo) -> list[WebhookEndpoint]:
-    found = _get(_object(value, "response"), "endpoints", list, "response")
-    assert isinstance(found, list)
-    return [read_endpoint(e, zone, f"response.endpoints[{i}]") for i, e in enumerate(found)]
-
-
-def read_secret(value: object, zone: tzinfo) -> WebhookSecret:
-    obj = _object(value, "response")
-    endpoint = read_endpoint(obj.get("endpoint"), zone, "response.endpoint")
-    return WebhookSecret(endpoint, str(_get(obj, "secret", str, "response")))
+    found = _exactly(list)(mapping(value, "response").get("endpoints"), "response.endpoints")
+    return [
+        read_record(WebhookEndpoint, e, zone, f"response.endpoints[{i}]")
+        for i, e in enumerate(found)
+    ]
 
 
 def read_deleted(value: object, zone: tzinfo) -> str:  # noqa: ARG001 - a reader's signature
     """The id of the endpoint deleted."""
-    return str(_get(_object(value, "response"), "id", str, "response"))
+    return _exactly(str)(mapping(value, "response").get("id"), "response.id")
 
 
-def read_attempt(value: object, zone: tzinfo, where: str = "response") -> WebhookAttempt:
-    obj = _object(value, where)
-    status = obj.get("status")
-    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
-        raise MalformedResponse(f"{where}.status: unexpected {status!r}")
-    duration = _get(obj, "duration_ms", int, where)
-    assert isinstance(duration, int)
-    return WebhookAttempt(
-        event_id=str(_get(obj, "event_id", str, where)),
-        attempted_at=_moment(obj.get("attempted_at"), f"{where}.attempted_at", zone),
-        ok=bool(_get(obj, "ok", bool, where)),
-        status=status,
-        duration_ms=duration,
-        response=str(_get(obj, "response", str, where)),
-    )
-
-
-def read_deliveries(value: object, zone: tzinfo) -> WebhookDeliveries:
-    obj = _object(value, "response")
-    attempts = _get(obj, "attempts", list, "response")
-    assert isinstance(attempts, list)
-    limit = _get(obj, "limit", int, "response")
-    assert isinstance(limit, int)
-    cursor = obj.get("cursor")
-    if cursor is not None and not isinstance(cursor, str):
-        raise MalformedResponse(f"response.cursor: unexpected {cursor!r}")
-    return WebhookDeliveries(
-        attempts=tuple(
-            read_attempt(a, zone, f"response.attempts[{i}]") for i, a in enumerate(attempts)
-        ),
-        limit=limit,
-        has_more=bool(_get(obj, "has_more", bool, "response")),
-        cursor=cursor,
-    )
+read_endpoint = answer(WebhookEndpoint)
+read_secret = answer(WebhookSecret)
+read_attempt = answer(WebhookAttempt)
+read_deliveries = answer(WebhookDeliveries)

@@ -1,0 +1,1 @@
+"""Tools the project runs on itself (``make client-methods``); not part of the package."""
