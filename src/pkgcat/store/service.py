@@ -100,6 +100,8 @@ class Store:
         assert settings.store_url is not None
         self.url = settings.store_url
         self.name = settings.store_name
+        self.repository = settings.repository_url
+        self.console_mail = settings.mail_backend == "console"
         self._engine = engine
         self._served = served
         self._mailer = mailer_for(settings)
