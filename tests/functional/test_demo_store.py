@@ -7,10 +7,13 @@ import hashlib
 import hmac
 import json
 import os
+import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from dotenv import dotenv_values
 from starlette.testclient import TestClient
@@ -23,6 +26,7 @@ from pkgcat.config import Settings
 from pkgcat.http.demo_receiver import render
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.webhooks import WebhookStore
+from tests.servers import PKGCAT, environment, free_port, serving
 
 
 def _store(result: Any) -> dict[str, Any]:
@@ -143,3 +147,29 @@ def test_a_database_address_with_shell_and_dotenv_characters_comes_back_to_the_l
     assert made.exit_code == 0, made.output
     env_file = Path(json.loads(made.stdout)["store"]["env_file"])
     assert dotenv_values(env_file)["PKGCAT_DATABASE_URL"] == url
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_every_address_the_demo_prints_answers(tmp_path: Path) -> None:
+    """What ``make run`` shows a newcomer: each address of the map, opened as printed (the API's
+    with the printed key), answers 200 from ``pkgcat serve --env-file`` with the demo's file."""
+    port = free_port()
+    env = environment(f"sqlite:///{tmp_path / 'pkgcat.db'}", port=str(port))
+    made = subprocess.run(
+        [PKGCAT, "demo"], env=env, capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    printed = made.stdout
+    [key] = re.findall(r"^secret key: (\S+)$", printed, re.MULTILINE)
+    addresses = sorted(
+        {a.rstrip(":,") for a in re.findall(rf"http://127\.0\.0\.1:{port}/[^\s'\")]*", printed)}
+    )
+    assert {f"http://127.0.0.1:{port}{p}" for p in ("/store/", "/repo/", "/demo/receiver")} <= set(
+        addresses
+    ), printed
+    args = ["--env-file", str(tmp_path / "pkgcat-demo.env")]
+    with serving(env, tmp_path / "server.log", port=port, args=args):
+        for address in addresses:
+            auth = {"Authorization": f"Bearer {key}"} if "/1.0/" in address else {}
+            answer = httpx.get(address, headers=auth)
+            assert answer.status_code == 200, f"{address}: {answer.status_code} {answer.text}"

@@ -32,13 +32,23 @@ class Device:
     payment_secret: str | None = None
 
 
+IOS_15 = "Sileo/2.5.1 CoreFoundation/1858.112 Darwin/21.6.0"
+"""Sileo's User-Agent on every request (URLManager.swift, ``urlRequest``: the app and its
+version, CoreFoundation's, then the kernel's type and release: Darwin 21 is iOS 15)."""
+IOS_14 = "Sileo/2.2.6 CoreFoundation/1775.118 Darwin/20.6.0"
+
+
 @dataclass
 class Sileo(Device):
     """The device, speaking as Sileo does."""
 
+    user_agent: str = IOS_15
+
     def post(self, path: str, **body: Any) -> httpx.Response:
         sent = {"udid": self.udid, "device": self.model} | body
-        response: httpx.Response = self.http.post(self.base + path, json=sent)
+        response: httpx.Response = self.http.post(
+            self.base + path, json=sent, headers={"user-agent": self.user_agent}
+        )
         return response
 
     def sign_in(self, mailbox: Mailbox, email: str) -> httpx.Response:
@@ -76,14 +86,11 @@ class Sileo(Device):
             f"package/{package}/purchase", token=self.token, payment_secret=self.payment_secret
         )
 
-    def authorize_download(
-        self, package: str, version: str, repo: str, architecture: str | None = None
-    ) -> httpx.Response:
+    def authorize_download(self, package: str, version: str, repo: str) -> httpx.Response:
         """``downloadURL(for:from:)`` (PaymentProvider.swift:231): the version and the
-        repository, and the package's architecture where Sileo sends it."""
+        repository, and nothing of the architecture (the body is those two, then the
+        token and the device that ``postRequest`` adds)."""
         body = {"version": version, "repo": repo}
-        if architecture is not None:
-            body["architecture"] = architecture
         return self.post(f"package/{package}/authorize_download", token=self.token, **body)
 
     def sign_out(self) -> httpx.Response:

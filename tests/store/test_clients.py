@@ -20,7 +20,7 @@ from tests.debs import build_deb
 from tests.repository.conftest import Publisher
 from tests.repository.test_served import stanzas, wait_for
 from tests.store.conftest import STORE, Mailbox
-from tests.store.sileo import Sileo, sileo_paid
+from tests.store.sileo import IOS_14, IOS_15, Sileo, sileo_paid
 from tests.store.zebra import Zebra, zebra_paid
 
 BASE = "/store/"
@@ -146,39 +146,58 @@ def _download(shop: Api, answer: httpx.Response) -> bytes:
 def test_authorize_download_hands_back_the_file_of_the_architecture_asked_for(
     shop: Api, mailbox: tuple[Mailbox, int]
 ) -> None:
-    """Row 2: the body Sileo sends (PaymentProvider.swift:231: version, repo, architecture)
-    and Zebra's (ZBDownloadManager.m:166-169, the same three) choose the file; no file of
-    that architecture is a plain 404, never another architecture's file, never a sign-out."""
+    """Row 2: a body that names the architecture (Zebra's, ZBDownloadManager.m:166-169:
+    version, repo, architecture) chooses the file; no file of that architecture is a plain
+    404, never another architecture's file, never a sign-out."""
     sileo = _bought(shop, mailbox[0], "arch@example.test")
     listed = {
         s["Architecture"]: s["SHA256"]
         for s in stanzas(shop.http.get("/repo/Packages").content)
         if s["Package"] == "com.alpha.paid"
     }
-    for architecture in ("iphoneos-arm64", "iphoneos-arm"):
-        body = sileo.authorize_download("com.alpha.paid", "2.0", STORE, architecture)
-        assert hashlib.sha256(_download(shop, body)).hexdigest() == listed[architecture]
     zebra = Zebra(shop.http, BASE, token=sileo.token)
     params = {"version": "2.0", "repo": "https://shop.example.test/repo/"}
-    arm64 = zebra.authorize_download("com.alpha.paid", architecture="iphoneos-arm64", **params)
-    assert hashlib.sha256(_download(shop, arm64)).hexdigest() == listed["iphoneos-arm64"]
+    for architecture in ("iphoneos-arm64", "iphoneos-arm"):
+        body = zebra.authorize_download("com.alpha.paid", architecture=architecture, **params)
+        assert hashlib.sha256(_download(shop, body)).hexdigest() == listed[architecture]
 
-    missing = sileo.authorize_download("com.alpha.paid", "2.0", STORE, "iphoneos-arm64e")
+    missing = zebra.authorize_download("com.alpha.paid", architecture="iphoneos-arm64e", **params)
     assert missing.status_code == 404
     assert missing.json() == {
         "error": "no file of com.alpha.paid 2.0 for iphoneos-arm64e is served here"
         " (it is built for iphoneos-arm, iphoneos-arm64)"
     }
     assert sileo.user_info().status_code == 200  # still signed in
-    # An older client that names no architecture: the one PKGCAT_ARCHITECTURES prefers.
-    plain = sileo.authorize_download("com.alpha.paid", "2.0", STORE)
-    assert hashlib.sha256(_download(shop, plain)).hexdigest() == listed["iphoneos-arm64"]
-    unknown = sileo.authorize_download("com.alpha.paid", "9.9", STORE, "iphoneos-arm64")
+    unknown = zebra.authorize_download(
+        "com.alpha.paid", architecture="iphoneos-arm64", version="9.9", repo=params["repo"]
+    )
     assert unknown.status_code == 404
     assert "invalidate" not in unknown.json()
     no_version = sileo.post("package/com.alpha.paid/authorize_download", token=sileo.token)
     assert no_version.status_code == 400
     assert no_version.json() == {"error": "version is missing"}
+
+
+def test_sileo_names_no_architecture_and_ios_14_gets_the_rootful_file(
+    shop: Api, mailbox: tuple[Mailbox, int]
+) -> None:
+    """Sileo's body is the version and the repository alone (PaymentProvider.swift:231), so
+    the store reads what it can of the device: its User-Agent's Darwin release
+    (URLManager.swift, ``urlRequest``). Up to iOS 14 (Darwin 20) every jailbreak is rootful,
+    so such a device gets the ``iphoneos-arm`` file; from iOS 15 on, rootful and rootless
+    both exist and the one ``PKGCAT_ARCHITECTURES`` prefers is answered."""
+    sileo = _bought(shop, mailbox[0], "darwin@example.test")
+    listed = {
+        s["Architecture"]: s["SHA256"]
+        for s in stanzas(shop.http.get("/repo/Packages").content)
+        if s["Package"] == "com.alpha.paid"
+    }
+    sileo.user_agent = IOS_14
+    old = sileo.authorize_download("com.alpha.paid", "2.0", STORE)
+    assert hashlib.sha256(_download(shop, old)).hexdigest() == listed["iphoneos-arm"]
+    sileo.user_agent = IOS_15
+    new = sileo.authorize_download("com.alpha.paid", "2.0", STORE)
+    assert hashlib.sha256(_download(shop, new)).hexdigest() == listed["iphoneos-arm64"]
 
 
 def test_a_download_url_asked_for_a_package_free_by_now_is_its_plain_address(
@@ -194,7 +213,7 @@ def test_a_download_url_asked_for_a_package_free_by_now_is_its_plain_address(
         for s in stanzas(shop.http.get("/repo/Packages").content)
         if s["Package"] == "com.alpha.free"
     ]
-    answer = sileo.authorize_download("com.alpha.free", "1.0", STORE, "iphoneos-arm64")
+    answer = sileo.authorize_download("com.alpha.free", "1.0", STORE)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"url": f"http://testserver/repo/{free}"}
     assert shop.http.get(f"/repo/{free}").status_code == 200

@@ -252,3 +252,38 @@ def test_guesses_are_counted_in_redis_when_the_limit_is_shared(
     two.http.cookies.set(COOKIE, fields["csrf"], path="/store/")
     right = two.http.post(f"{BASE}authenticate/code", data=fields | {"code": code})
     assert right.status_code == 429
+
+
+def test_the_store_s_own_address_says_how_to_buy(
+    make_api: AppFactory,
+    sold: dict[str, Path],
+    cli_env: dict[str, str],
+    mailbox: tuple[Mailbox, int],
+) -> None:
+    """The address `pkgcat demo` prints for the store is a page a person can open: what the
+    store sells, from which repository, how a device buys, and, served over http, that Sileo
+    and Zebra buy only over https (PaymentManager.swift's ``endpointURL.isSecure``; Zebra's
+    ZBPaymentVendor.m ``supportsPaymentAPI``)."""
+    shop = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        **store_settings(
+            mailbox[1], store_name="<b>Alpha</b> & co", repository_url="http://testserver/repo/"
+        ),
+    )
+    page = shop.http.get(BASE)
+    assert page.status_code == 200, page.text
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert "&lt;b&gt;Alpha&lt;/b&gt; &amp; co" in page.text
+    assert "<b>Alpha</b>" not in page.text
+    assert "http://testserver/repo/" in page.text
+    assert "Sileo or Zebra" in page.text
+    assert "Test mode" in page.text
+    assert "only over https" in page.text
+    secure = make_api(
+        blob_dir=cli_env["PKGCAT_BLOB_DIR"],
+        **store_settings(mailbox[1], store_url="https://shop.example.test/store/"),
+    )
+    answer = secure.http.get(BASE)
+    assert answer.status_code == 200, answer.text
+    assert "only over https" not in answer.text

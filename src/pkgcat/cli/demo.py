@@ -173,8 +173,9 @@ def _print_store(settings: Settings, store: demo_store.DemoStore | None) -> None
         f"             echo 'deb [signed-by={keyring}] {base}/repo/ ./'"
         " | sudo tee /etc/apt/sources.list.d/pkgcat-demo.list",
         f"  Sileo      add the source {base}/repo/ (Zebra too; the key is {base}/repo/key.asc)",
-        f"  buy        {store.values['PKGCAT_STORE_URL']}: buy {store.paid_package} (rootful and "
-        "rootless files); the sign-in code is printed in the server's log, not mailed",
+        f"  buy        {store.values['PKGCAT_STORE_URL']} says how: buy {store.paid_package}"
+        " (rootful and rootless files); the sign-in code is printed in the server's log, not"
+        " mailed; Sileo and Zebra buy only from a store served over https",
         f"  webhooks   {base}{demo_store.RECEIVER} lists every event delivered, signature checked",
     ]
     for line in lines:

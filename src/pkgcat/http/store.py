@@ -112,7 +112,12 @@ def create_store_app(store: Store, client_of: ClientOf) -> Starlette:
         where = device(body.get("udid"), body.get("device"))
         package = request.path_params["package"]
         return await store.authorize_download(
-            package, body.get("token"), body.get("version"), body.get("architecture"), where
+            package,
+            body.get("token"),
+            body.get("version"),
+            body.get("architecture"),
+            where,
+            request.headers.get("user-agent"),
         )
 
     async def stripe_webhook(request: Request) -> Response:

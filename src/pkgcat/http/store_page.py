@@ -1,4 +1,5 @@
-"""The store's sign-in page, opened by Sileo in the device's web sheet.
+"""The store's pages: its sign-in page, opened by Sileo in the device's web sheet, and the
+page at the store's own address, which tells a person what it sells and how a device buys.
 
 ``GET authenticate?udid=&model=`` asks for an email address; ``POST
 authenticate/email`` mails a one-time code and asks for it; ``POST
@@ -107,6 +108,31 @@ def _error(message: str | None) -> str:
     return f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
 
 
+def _home(store: Store) -> str:
+    """What the store's own address says: what it sells, how a device buys, what it lacks."""
+    name = html.escape(store.name)
+    where = (
+        f"the repository <code>{html.escape(store.repository)}</code>"
+        if store.repository
+        else "this server's repository"
+    )
+    body = (
+        f"<p>{name} sells the paid packages of {where}. To buy one, add that repository as a"
+        " source in Sileo or Zebra, open the package and tap its price: you sign in here with"
+        " your email address and the code sent to it.</p>"
+    )
+    if store.console_mail:
+        body += "<p>Sign-in codes are written to the server's log, not mailed.</p>"
+    if not store.url.startswith("https://"):
+        # Sileo takes a payment endpoint only when it is secure (PaymentManager.swift,
+        # ``endpointURL.isSecure``), Zebra only an https one (``supportsPaymentAPI``).
+        body += (
+            '<p class="error">This store is served over plain http: Sileo and Zebra list its'
+            " packages but buy only over https. Serve it behind TLS to sell to devices.</p>"
+        )
+    return _page(store, "Store", body)
+
+
 def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
     secure = store.url.startswith("https://")
 
@@ -209,7 +235,11 @@ def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
             icon, media_type="image/png", headers={"cache-control": "public, max-age=86400"}
         )
 
+    async def home(_request: Request) -> Response:
+        return HTMLResponse(_home(store), 200, HEADERS)
+
     return [
+        Route("/", home),
         Route("/authenticate", authenticate),
         Route("/authenticate/email", send_email, methods=["POST"]),
         Route("/authenticate/code", check_code, methods=["POST"]),

@@ -44,6 +44,12 @@ if TYPE_CHECKING:
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
 CODE = re.compile(r"[0-9]{6}")
+DARWIN = re.compile(r"\bDarwin/(\d{1,3})\.")
+"""The kernel's release in a client's User-Agent, as Sileo writes it (``Darwin/20.6.0``)."""
+FIRST_ROOTLESS_DARWIN = 21
+"""iOS 15's kernel: rootless jailbreaks (``iphoneos-arm64``) exist from iOS 15 on; before it,
+every jailbreak is rootful (``iphoneos-arm``)."""
+ROOTFUL = ("iphoneos-arm", "all")
 T = TypeVar("T")
 log = logging.getLogger("pkgcat.store")
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
@@ -100,6 +106,8 @@ class Store:
         assert settings.store_url is not None
         self.url = settings.store_url
         self.name = settings.store_name
+        self.repository = settings.repository_url
+        self.console_mail = settings.mail_backend == "console"
         self._engine = engine
         self._served = served
         self._mailer = mailer_for(settings)
@@ -296,12 +304,15 @@ class Store:
         version: str | None,
         architecture: str | None,
         where: Device,
+        user_agent: str | None = None,
     ) -> dict[str, object]:
         """The URL of the file the device asked for: this version, for its architecture.
 
-        Sileo and Zebra send ``version`` and ``repo``, and ``architecture`` where they
-        know it; the file is never another architecture's. Without an architecture, the
-        version's one file, or of several the one ``PKGCAT_ARCHITECTURES`` prefers.
+        Zebra sends ``version``, ``repo`` and ``architecture``; the file is then never
+        another architecture's. Sileo sends ``version`` and ``repo`` alone
+        (PaymentProvider.swift, ``downloadURL``): of several files, a device whose
+        ``user_agent`` names a kernel older than iOS 15's gets a rootful one, since no
+        rootless jailbreak runs there; any other, the one ``PKGCAT_ARCHITECTURES`` prefers.
         A free package's file (one a stale index still showed as paid) is answered
         with its plain address, which needs no grant.
         """
@@ -323,6 +334,8 @@ class Store:
                     404,
                 )
             files = chosen
+        elif _before_rootless(user_agent):
+            files = [e for e in files if e.architecture in ROOTFUL] or files
         entry = min(files, key=lambda e: self._preference.rank(e.architecture))
         path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
         if not entry.paid:
@@ -386,6 +399,12 @@ def _stripe_effect(change: Change, now: int) -> Callable[[Connection], object]:
 def _complete(engine: Engine, payment_id: str, txn_id: str, now: int) -> bool:
     with engine.begin() as connection:
         return db.complete_payment(connection, payment_id, txn_id, now)
+
+
+def _before_rootless(user_agent: str | None) -> bool:
+    """Whether a User-Agent names a Darwin release older than the first with rootless jailbreaks."""
+    found = DARWIN.search(user_agent or "")
+    return found is not None and int(found[1]) < FIRST_ROOTLESS_DARWIN
 
 
 def _downloads_base(settings: Settings) -> str:
