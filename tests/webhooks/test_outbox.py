@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from pkgcat import events as declared
 from pkgcat.ingest import ImportOptions, import_repository
 from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.storage import store
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.webhooks import WebhookStore
-from pkgcat.storage.writes.outbox import SALE_FACTS
 from pkgcat.webhooks.endpoints import Endpoints
 from tests.debs import build_deb
 from tests.ingest.conftest import stanza, write_repo
@@ -38,8 +38,9 @@ def test_sales_emit_once_per_change_and_only_where_heard(
     import_purchases(admin.engine, write_csv(tmp_path / "one.csv", rows))
     found = events(admin.engine)
     assert [(kind, source) for kind, source, _ in found] == [("sale.completed", 1)]
-    facts = dict(zip(SALE_FACTS, json.loads(found[0][2]), strict=True))
-    assert (facts["txn_id"], facts["package"], facts["total"]) == ("W-1", "com.alpha.paid", "1.99")
+    facts = declared.read("sale.completed", 1, json.loads(found[0][2]))
+    assert isinstance(facts, declared.SaleCompleted)
+    assert (facts.txn_id, facts.package, facts.total) == ("W-1", "com.alpha.paid", "1.99")
 
     import_purchases(admin.engine, write_csv(tmp_path / "again.csv", rows))
     assert event_count(admin.engine) == 1  # the same rows again: nothing new

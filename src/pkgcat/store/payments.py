@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pkgcat.config import Settings
+from pkgcat.domain import TEST_PLATFORM
 
 Next = Literal["done", "open", "failed"]
 
@@ -55,7 +56,7 @@ class Platform(Protocol):
 class TestPlatform:
     """Completes every payment at once, with no money moved; everything it makes says test."""
 
-    name = "test"
+    name = TEST_PLATFORM
 
     def new_id(self) -> str:
         return f"test_{secrets.token_hex(12)}"
