@@ -1,6 +1,8 @@
 """Every webhook event type, declared once: its name, its facts, its body and what it tells of.
 
-An event type is a frozen dataclass registered with :func:`declare`:
+An event type is a dataclass registered with :func:`declare` (slotted; not frozen, since a frozen
+dataclass's ``__init__`` costs several times more for a sale's dozen fields, and an import of
+purchases makes one event per purchase):
 
 - ``name``: the type as endpoints subscribe to it and bodies carry it (``sale.completed``);
 - its fields: the facts the outbox stores, in the transaction of the change
@@ -27,10 +29,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from operator import attrgetter
 from typing import Any, ClassVar, NamedTuple, Protocol, Self, TypeVar
 
 from pkgcat.domain import TEST_PLATFORM, Purchase, Sale, Scope
@@ -55,7 +56,7 @@ class Renderer(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event(ABC):
     """An event of one source. Each declared type sets ``name`` and says when it is emitted."""
 
@@ -85,7 +86,7 @@ class Event(ABC):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SaleEvent(Event):
     """A purchase, as recorded when the event was written; its body is the sale as
     ``source/sales.json`` shows it, the same in both shapes."""
@@ -106,8 +107,12 @@ class SaleEvent(Event):
     payment_platform: str
 
     def facts(self) -> tuple[Any, ...]:
-        facts: tuple[Any, ...] = _SALE_FACTS(self)
-        return facts
+        # Written out: the stored order, and an import calls it once per purchase.
+        return (
+            self.txn_id, self.package, self.allowed_for, self.nickname, self.status, self.total,
+            self.commission, self.currency, self.purchased_at, self.profile_url,
+            self.payment_platform,
+        )  # fmt: skip
 
     @classmethod
     def read(cls, source_id: int, stored: Any) -> Self:
@@ -139,11 +144,7 @@ class SaleEvent(Event):
         )  # fmt: skip
 
 
-_SALE_FACTS = attrgetter(*(f.name for f in fields(SaleEvent)[1:]))
-"""A sale event's facts in the order they are stored: its fields after the source."""
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PackageEvent(Event):
     """A version of a package, as shown when the event was written; its body is the package as
     ``package/details.json`` shows it in the application's shape when the event is sent (the
@@ -184,7 +185,7 @@ def declare(kind: E) -> E:
 
 
 @declare
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SaleCompleted(SaleEvent):
     """a purchase is recorded with status `Completed`"""
 
@@ -193,7 +194,7 @@ class SaleCompleted(SaleEvent):
 
 
 @declare
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SaleRefunded(SaleEvent):
     """a purchase is recorded as `Refunded`, or a recorded one changes to it"""
 
@@ -202,7 +203,7 @@ class SaleRefunded(SaleEvent):
 
 
 @declare
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SaleChargeback(SaleEvent):
     """a purchase is recorded as `Chargeback`, or a recorded one changes to it"""
 
@@ -211,7 +212,7 @@ class SaleChargeback(SaleEvent):
 
 
 @declare
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PackagePublished(PackageEvent):
     """a package of the source appears: first published (`pkgcat publish`) or first imported
     (`pkgcat import-repo`)"""
@@ -220,7 +221,7 @@ class PackagePublished(PackageEvent):
 
 
 @declare
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PackageUpdated(PackageEvent):
     """a package's shown record changes: a new version published, or an import that changed it"""
 
