@@ -35,6 +35,7 @@ from sqlalchemy import Engine
 from pkgcat.config import Settings
 from pkgcat.demo import DemoCatalogue
 from pkgcat.demo_debs import deb
+from pkgcat.events import NAMES as EVENT_TYPES
 from pkgcat.repository.debs import DebLimits
 from pkgcat.repository.keys import create_key, list_keys
 from pkgcat.repository.publish import publish
@@ -43,7 +44,6 @@ from pkgcat.storage.backends import open_blobs
 from pkgcat.storage.engine import backend_name
 from pkgcat.storage.sqlite.connection import sqlite_path
 from pkgcat.storage.webhooks import WebhookStore
-from pkgcat.storage.writes.outbox import EVENT_TYPES
 from pkgcat.versions import Preference
 from pkgcat.webhooks.endpoints import Endpoints, allowance
 

@@ -19,6 +19,10 @@ Scope = Literal["package", "source"]
 
 SHAPES: tuple[Shape, ...] = ("A", "B")
 
+TEST_PLATFORM = "test"
+"""The payment platform of a purchase with no money behind it: the store's test mode
+(:mod:`pkgcat.store.payments`), or a purchase imported as such."""
+
 KeyScope = Literal["read", "publish", "webhooks"]
 """What a secret key may do. Every key reads; each write capability is one more name."""
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from pkgcat import events
 from pkgcat.app import create_app
 from pkgcat.config import Settings
 from pkgcat.http import dashboard
@@ -115,6 +116,32 @@ def test_the_page_has_nothing_inline_and_loads_only_our_files(site: TestClient) 
             assert (module.parent / imported).is_file(), f"{module.name} imports {imported}"
         # Nothing fetched from elsewhere at run time.
         assert not re.search(r"https?://", module.read_text()), module.name
+
+
+class _Options(HTMLParser):
+    """The options of one ``<select>``, by its id."""
+
+    def __init__(self, select: str) -> None:
+        super().__init__()
+        self.select, self.inside = select, False
+        self.options: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "select":
+            self.inside = dict(attrs).get("id") == self.select
+
+    def handle_endtag(self, tag: str) -> None:
+        self.inside = self.inside and tag != "select"
+
+    def handle_data(self, data: str) -> None:
+        if self.inside and data.strip():
+            self.options.append(data.strip())
+
+
+def test_the_page_offers_a_sample_of_every_declared_event_type(site: TestClient) -> None:
+    served = _Options("webhook-test-type")
+    served.feed(site.get("/dashboard").text)
+    assert served.options == [kind.name for kind in events.DECLARED]
 
 
 def test_the_vendored_chart_library_is_the_pinned_one() -> None:

@@ -5,16 +5,10 @@ from __future__ import annotations
 import pysequoia as pgp
 import pytest
 
-from pkgcat.repository.keys import (
-    KeyProblem,
-    Signers,
-    create_key,
-    export_keys,
-    retire_key,
-    sealed_signing_keys,
-    unseal,
-)
+from pkgcat.repository.keys import KeyProblem, Signers, create_key, export_keys, retire_key
+from pkgcat.sealing import unseal
 from pkgcat.storage.engine import engine_for
+from pkgcat.storage.signing_keys import sealed_signing_keys
 from tests.conftest import AppFactory
 from tests.repository.conftest import Publisher
 
@@ -29,7 +23,8 @@ def test_a_secret_key_is_stored_only_sealed(database_url: str) -> None:
         assert fingerprint == made.fingerprint
         assert "PRIVATE KEY" not in sealed
         assert sealed.startswith("-----BEGIN PGP MESSAGE-----")
-        secret = pgp.Tsk.from_bytes(unseal(sealed, PASSPHRASE))
+        opened = unseal(sealed, PASSPHRASE, what="the keys", setting="PKGCAT_REPOSITORY_PASSPHRASE")
+        secret = pgp.Tsk.from_bytes(opened)
         assert secret.extract_certificate().fingerprint == fingerprint
         assert bytes(secret) not in sealed.encode()
         with pytest.raises(

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from pkgcat.client.webhooks import verify
+from pkgcat.events import NAMES
 from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from tests.conftest import Api, AppFactory
@@ -373,8 +374,8 @@ def test_the_listing_never_holds_a_secret(
         ("update", {"endpoint": "we_x", "enabled": 2}, "enabled: must be 0 or 1, got 2"),
         ("update", {"endpoint": "we_x", "enabled": "yes"}, "enabled: must be an integer of at most 12 digits, got 'yes'"),
         ("redeliver", {"endpoint": "we_x"}, "event: missing; give an event identifier"),
-        ("test", {"endpoint": "we_x"}, "event_type: missing; give one of sale.completed, sale.refunded, sale.chargeback, package.published, package.updated"),
-        ("test", {"endpoint": "we_x", "event_type": "sale.done"}, "event_type: must be one of sale.completed, sale.refunded, sale.chargeback, package.published, package.updated, got 'sale.done'"),
+        ("test", {"endpoint": "we_x"}, f"event_type: missing; give one of {', '.join(NAMES)}"),
+        ("test", {"endpoint": "we_x", "event_type": "sale.done"}, f"event_type: must be one of {', '.join(NAMES)}, got 'sale.done'"),
     ],
 )  # fmt: skip
 def test_fields_are_read_by_the_operation_table_in_its_words(

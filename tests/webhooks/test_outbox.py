@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from pkgcat import events as declared
 from pkgcat.ingest import ImportOptions, import_repository
 from pkgcat.ingest.operator_data import import_purchases
 from pkgcat.storage import store
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.webhooks import WebhookStore
-from pkgcat.storage.writes.outbox import SALE_FACTS
 from pkgcat.webhooks.endpoints import Endpoints
 from tests.debs import build_deb
 from tests.ingest.conftest import stanza, write_repo
@@ -38,8 +38,9 @@ def test_sales_emit_once_per_change_and_only_where_heard(
     import_purchases(admin.engine, write_csv(tmp_path / "one.csv", rows))
     found = events(admin.engine)
     assert [(kind, source) for kind, source, _ in found] == [("sale.completed", 1)]
-    facts = dict(zip(SALE_FACTS, json.loads(found[0][2]), strict=True))
-    assert (facts["txn_id"], facts["package"], facts["total"]) == ("W-1", "com.alpha.paid", "1.99")
+    facts = declared.read("sale.completed", 1, json.loads(found[0][2]))
+    assert isinstance(facts, declared.SaleCompleted)
+    assert (facts.txn_id, facts.package, facts.total) == ("W-1", "com.alpha.paid", "1.99")
 
     import_purchases(admin.engine, write_csv(tmp_path / "again.csv", rows))
     assert event_count(admin.engine) == 1  # the same rows again: nothing new
@@ -146,9 +147,32 @@ def test_the_store_s_sales_and_refunds_emit_as_imported_ones_do(
         assert store.record_refund(db, "test", "txn_w", "Refunded")
     with engine.begin() as db:
         assert not store.record_refund(db, "test", "txn_w", "Refunded")  # no change, no event
-    found = events(engine)
-    assert [kind for kind, _, _ in found] == ["sale.completed", "sale.refunded"]
-    facts = dict(zip(SALE_FACTS, json.loads(found[0][2]), strict=True))
-    assert (facts["txn_id"], facts["package"], facts["nickname"]) == (
-        "txn_w", "com.alpha.paid", "shop@example.test",
-    )  # fmt: skip
+    # Stored as every sale's facts are (the order of test_the_facts_are_stored_as_...).
+    assert [(kind, data) for kind, _, data in events(engine)] == [
+        ("sale.completed", '["txn_w","com.alpha.paid","package","shop@example.test","Completed",'
+         '"9.00","0.00","USD",1711886405,"","test"]'),
+        ("sale.refunded", '["txn_w","com.alpha.paid","package","shop@example.test","Refunded",'
+         '"9.00","0.00","USD",1711886405,"","test"]'),
+    ]  # fmt: skip
+
+
+def test_the_facts_are_stored_as_the_rows_already_in_the_outbox_are(
+    pkgcat: Publisher, admin: CatalogueAdmin, endpoints: Endpoints, tmp_path: Path
+) -> None:
+    """An import's sales, a publish and a repository import: the stored text of each event's
+    facts, as tests/webhooks/test_bodies.py reads rows back (an array of a sale's facts in one
+    order, an object of a package's). The store's sales: the test before."""
+    endpoints.create(1, "http://127.0.0.1:9/hook", ["sale.completed"])
+    import_purchases(admin.engine, write_csv(tmp_path / "sales.csv", [sale("F-1")]))
+    published = build_deb(tmp_path, "com.alpha.facts", "1.0")
+    assert pkgcat("publish", str(published), "--source", "Alpha").exit_code == 0
+    write_repo(tmp_path / "repo", [stanza("com.alpha.imported")])
+    import_repository(admin.engine, str(tmp_path / "repo"), ImportOptions(source="Alpha", jobs=1))
+    assert [(kind, data) for kind, _, data in events(admin.engine)] == [
+        ("sale.completed", '["F-1","com.alpha.paid","package","ada","Completed","1.99","0.30",'
+         '"USD",1710064800,"https://forum.example/u/ada","paypal"]'),
+        ("package.published",
+         '{"package":"com.alpha.facts","version":"1.0","architecture":"all"}'),
+        ("package.published",
+         '{"package":"com.alpha.imported","version":"1.0","architecture":"iphoneos-arm"}'),
+    ]  # fmt: skip

@@ -25,11 +25,10 @@ from pkgcat.ingest import (
     import_repository,
 )
 from pkgcat.ingest.fetch import fetcher
-from pkgcat.ingest.limits import ImportLimits
+from pkgcat.ingest.limits import ImportLimits, fetch_policy
 from pkgcat.ingest.operator_data import Written, import_prices, import_purchases, import_stats
 from pkgcat.ingest.repository import open_repository
 from pkgcat.ingest.workers import default_jobs
-from pkgcat.net.fetcher import Policy
 from pkgcat.repository.debs import DebLimits
 from pkgcat.repository.mirror import MirrorSummary, mirror
 from pkgcat.storage.backends import open_blobs
@@ -178,7 +177,7 @@ def import_repo(
         refresh=refresh,
         architectures=settings.architecture_preference,
         jobs=jobs or default_jobs(),
-        fetch=Policy.from_settings(settings),
+        fetch=fetch_policy(settings),
         limits=ImportLimits.from_settings(settings),
     )
     with admin() as handle, _progress(not as_json and stderr.is_terminal) as progress:

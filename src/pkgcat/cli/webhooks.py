@@ -13,7 +13,7 @@ from pkgcat.cli import group
 from pkgcat.cli._common import admin, fail, load_settings, print_json, print_listing, stdout
 from pkgcat.cli._tables import Column, when
 from pkgcat.config import Settings
-from pkgcat.repository.keys import KeyProblem
+from pkgcat.sealing import KeyProblem
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, WebhookStore
 from pkgcat.webhooks import manual
 from pkgcat.webhooks.delivery import deliverer_for

@@ -35,8 +35,8 @@ from pkgcat.errors import (
     Unauthenticated,
     WebhookNotFound,
 )
+from pkgcat.events import NAMES as EVENT_TYPES
 from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
-from pkgcat.storage.writes.outbox import EVENT_TYPES
 
 VERSION = "1.0"
 Query = dict[str, str]

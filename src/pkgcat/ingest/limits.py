@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pkgcat import config
-from pkgcat.net.fetcher import Limits
+from pkgcat.net.addresses import Allowance
+from pkgcat.net.fetcher import Limits, Policy
+
+
+def fetch_policy(settings: config.Settings) -> Policy:
+    """What every request of an import obeys: ``PKGCAT_FETCH_ALLOW`` and ``PKGCAT_FETCH_TIMEOUT``."""
+    return Policy(allow=Allowance.parse(settings.fetch_allow), timeout=settings.fetch_timeout)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 import httpcore
 import httpx
@@ -47,9 +47,6 @@ from pkgcat.net.backends import DEADLINE, AsyncGuardedBackend, GuardedBackend
 from pkgcat.net.decoding import Inflater
 from pkgcat.net.errors import DeadlineExceeded, OutboundError, RedirectRefused, TooLarge
 from pkgcat.net.names import lookup_name
-
-if TYPE_CHECKING:
-    from pkgcat.config import Settings
 
 Follow = Callable[[httpx.URL], bool]
 """Whether a redirect to this address may be followed."""
@@ -86,15 +83,6 @@ class Policy:
     max_redirects: int = 5
     verify: ssl.SSLContext | bool = True
     """TLS verification: True (the system's and certifi's authorities), or an SSL context."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, user_agent: str | None = None) -> Policy:
-        """``PKGCAT_FETCH_ALLOW`` and ``PKGCAT_FETCH_TIMEOUT`` as a policy."""
-        return cls(
-            allow=Allowance.parse(settings.fetch_allow),
-            timeout=settings.fetch_timeout,
-            user_agent=user_agent or USER_AGENT,
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,10 +5,10 @@ Signing is done in process by pysequoia (Sequoia-PGP), so a server needs no
 
 **Never in plain text.** A key's secret part is kept in the database only
 sealed: the whole transferable secret key encrypted as an OpenPGP message for
-the passphrase ``PKGCAT_REPOSITORY_PASSPHRASE`` (RFC 9580 password-based
-encryption, done by the library). Every worker and host that has the passphrase
-can sign; the database alone cannot. The per-database key that signs download
-URLs is sealed the same way (``api_secrets.download_key``).
+the passphrase ``PKGCAT_REPOSITORY_PASSPHRASE`` (:mod:`pkgcat.sealing`, which
+webhooks seal with too). Every worker and host that has the passphrase can sign;
+the database alone cannot. The per-database key that signs download URLs is
+sealed the same way. The rows are read and written by :mod:`pkgcat.storage.signing_keys`.
 
 **Rotation.** Every key not retired signs: ``InRelease`` and ``Release.gpg``
 carry one signature per key. apt accepts a file when any signature is from a
@@ -25,44 +25,26 @@ import time
 from dataclasses import dataclass
 
 import pysequoia as pgp
-from sqlalchemy import Engine, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine
 
-from pkgcat.storage import schema as t
+from pkgcat.sealing import KeyProblem as KeyProblem  # the error of every key: raised here too
+from pkgcat.sealing import seal, unseal
+from pkgcat.storage import signing_keys as stored
+from pkgcat.storage.signing_keys import StoredKey
 
-DOWNLOAD_KEY = "download_key"
-"""The name, in ``api_secrets``, of the sealed key that signs download URLs."""
-
-
-class KeyProblem(Exception):
-    """A key operation that cannot be done; the message says why, in one line."""
+SEALED_BY = "PKGCAT_REPOSITORY_PASSPHRASE"
+"""The setting whose passphrase seals the repository's keys and the download URLs' key."""
 
 
 class NoPassphrase(KeyProblem):
     """PKGCAT_REPOSITORY_PASSPHRASE is not set where a secret key is needed."""
 
     def __init__(self) -> None:
-        super().__init__(
-            "PKGCAT_REPOSITORY_PASSPHRASE is not set: it seals the repository's secret keys"
-        )
+        super().__init__(f"{SEALED_BY} is not set: it seals the repository's secret keys")
 
 
-def seal(secret: bytes, passphrase: str) -> str:
-    """``secret`` encrypted for ``passphrase``, as an armored OpenPGP message."""
-    return pgp.encrypt(secret, passwords=[passphrase]).decode("ascii")
-
-
-def unseal(sealed: str, passphrase: str) -> bytes:
-    """What :func:`seal` sealed; :class:`KeyProblem` when the passphrase is not the one."""
-    try:
-        opened = pgp.decrypt(sealed.encode("ascii"), passwords=[passphrase]).bytes
-    except RuntimeError:  # Sequoia's errors carry a trace: never shown, never logged
-        raise KeyProblem(
-            "the repository's keys do not open with PKGCAT_REPOSITORY_PASSPHRASE "
-            "(it is not the passphrase they were sealed with)"
-        ) from None
-    assert opened is not None
-    return opened
+def _opened(sealed: str, passphrase: str) -> bytes:
+    return unseal(sealed, passphrase, what="the repository's keys", setting=SEALED_BY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,31 +60,20 @@ def create_key(engine: Engine, passphrase: str, label: str, *, now: int | None =
     made = pgp.Tsk.generate(f"{label} repository signing key")
     cert = made.extract_certificate()
     when = int(time.time()) if now is None else now
-    with engine.begin() as db:
-        db.execute(
-            insert(t.repository_keys).values(
-                fingerprint=cert.fingerprint,
-                public_key=str(cert),
-                sealed_key=seal(bytes(made), passphrase),
-                created_at=when,
-            )
-        )
+    stored.add_key(
+        engine, StoredKey(cert.fingerprint, when, None, str(cert)), seal(bytes(made), passphrase)
+    )
     return KeyInfo(cert.fingerprint, when, None, str(cert.user_ids[0]))
 
 
 def list_keys(engine: Engine) -> list[KeyInfo]:
     """Every key, oldest first, retired ones included."""
-    k = t.repository_keys
-    with engine.connect() as db:
-        rows = db.execute(
-            select(k.c.fingerprint, k.c.created_at, k.c.retired_at, k.c.public_key).order_by(
-                k.c.created_at, k.c.fingerprint
-            )
-        ).all()
     found = []
-    for fingerprint, created, retired, public in rows:
-        ids = pgp.Cert.from_bytes(public.encode()).user_ids
-        found.append(KeyInfo(fingerprint, created, retired, str(ids[0]) if ids else ""))
+    for key in stored.stored_keys(engine):
+        ids = pgp.Cert.from_bytes(key.public_key.encode()).user_ids
+        found.append(
+            KeyInfo(key.fingerprint, key.created_at, key.retired_at, str(ids[0]) if ids else "")
+        )
     return found
 
 
@@ -122,39 +93,17 @@ def retire_key(engine: Engine, fingerprint: str, *, now: int | None = None) -> K
             "it is the only signing key: create its successor first (pkgcat repo key create)"
         )
     when = int(time.time()) if now is None else now
-    k = t.repository_keys
-    with engine.begin() as db:
-        db.execute(
-            update(k).where(k.c.fingerprint == matching[0].fingerprint).values(retired_at=when)
-        )
+    stored.retire(engine, matching[0].fingerprint, when)
     return KeyInfo(matching[0].fingerprint, matching[0].created_at, when, matching[0].user_id)
 
 
 def export_keys(engine: Engine) -> str:
     """The public keys of every signing key, in one armored block: what clients' Signed-By reads."""
-    k = t.repository_keys
-    with engine.connect() as db:
-        public = db.execute(
-            select(k.c.public_key)
-            .where(k.c.retired_at.is_(None))
-            .order_by(k.c.created_at, k.c.fingerprint)
-        ).scalars()
-        raw = b"".join(bytes(pgp.Cert.from_bytes(key.encode())) for key in public)
+    public = stored.signing_public_keys(engine)
+    raw = b"".join(bytes(pgp.Cert.from_bytes(key.encode())) for key in public)
     if not raw:
         raise KeyProblem("the repository has no signing key yet: pkgcat repo key create makes one")
     return pgp.armor(raw, pgp.ArmorKind.PublicKey)
-
-
-def sealed_signing_keys(engine: Engine) -> list[tuple[str, str]]:
-    """(fingerprint, sealed secret key) of every key not retired, oldest first."""
-    k = t.repository_keys
-    with engine.connect() as db:
-        rows = db.execute(
-            select(k.c.fingerprint, k.c.sealed_key)
-            .where(k.c.retired_at.is_(None))
-            .order_by(k.c.created_at, k.c.fingerprint)
-        ).all()
-    return [(fingerprint, sealed) for fingerprint, sealed in rows]
 
 
 class Signers:
@@ -166,12 +115,12 @@ class Signers:
 
     def current(self, engine: Engine) -> list[pgp.Tsk]:
         """The keys that sign now (an empty list without a passphrase or without keys)."""
-        sealed = sealed_signing_keys(engine)
+        sealed = stored.sealed_signing_keys(engine)
         if self._passphrase is None:
             return []
         for fingerprint, secret in sealed:
             if fingerprint not in self._opened:
-                self._opened[fingerprint] = pgp.Tsk.from_bytes(unseal(secret, self._passphrase))
+                self._opened[fingerprint] = pgp.Tsk.from_bytes(_opened(secret, self._passphrase))
         return [self._opened[fingerprint] for fingerprint, _ in sealed]
 
 
@@ -205,20 +154,7 @@ def download_key(engine: Engine, passphrase: str | None) -> bytes:
     """The per-database key that signs download URLs, made (sealed) on first use."""
     if passphrase is None:
         raise NoPassphrase
-    s = t.api_secrets
-    with engine.connect() as db:
-        sealed = db.execute(select(s.c.value).where(s.c.name == DOWNLOAD_KEY)).scalar()
+    sealed = stored.sealed_download_key(engine)
     if sealed is None:
-        try:
-            with engine.begin() as db:
-                db.execute(
-                    insert(s).values(
-                        name=DOWNLOAD_KEY, value=seal(secrets.token_bytes(32), passphrase)
-                    )
-                )
-        except IntegrityError:
-            pass  # another process made it first: use theirs
-        with engine.connect() as db:
-            sealed = db.execute(select(s.c.value).where(s.c.name == DOWNLOAD_KEY)).scalar()
-    assert sealed is not None
-    return unseal(sealed, passphrase)
+        sealed = stored.keep_download_key(engine, seal(secrets.token_bytes(32), passphrase))
+    return _opened(sealed, passphrase)

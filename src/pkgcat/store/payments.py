@@ -12,6 +12,9 @@ chosen by ``PKGCAT_STORE_PLATFORM``:
   development; a live platform and the test one are never enabled together,
   since the setting names one.
 - ``none``: nothing can be bought (package info says ``available: false``).
+
+The platforms import this seam, and it imports none of them: :mod:`pkgcat.store.platforms`
+builds the one the settings name.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pkgcat.config import Settings
+from pkgcat.domain import TEST_PLATFORM
 
 Next = Literal["done", "open", "failed"]
 
@@ -55,27 +58,10 @@ class Platform(Protocol):
 class TestPlatform:
     """Completes every payment at once, with no money moved; everything it makes says test."""
 
-    name = "test"
+    name = TEST_PLATFORM
 
     def new_id(self) -> str:
         return f"test_{secrets.token_hex(12)}"
 
     async def pay(self, payment: Payment) -> Outcome:
         return Outcome("done", txn_id=payment.payment_id)
-
-
-def platform_for(settings: Settings) -> Platform | None:
-    """The platform ``PKGCAT_STORE_PLATFORM`` names; None for ``none``."""
-    if settings.store_platform == "test":
-        return TestPlatform()
-    if settings.store_platform == "stripe":
-        from pkgcat.store.stripe_platform import StripePlatform  # the stripe extra
-
-        assert settings.stripe_secret_key is not None
-        assert settings.store_url is not None
-        return StripePlatform(
-            settings.stripe_secret_key.get_secret_value(),
-            settings.store_url,
-            settings.stripe_api_base,
-        )
-    return None

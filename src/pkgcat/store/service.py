@@ -35,7 +35,8 @@ from pkgcat.repository.served import ServedRepository
 from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import mailer_for
-from pkgcat.store.payments import Payment, platform_for
+from pkgcat.store.payments import Payment
+from pkgcat.store.platforms import platform_for
 from pkgcat.versions import Preference
 
 if TYPE_CHECKING:

@@ -42,6 +42,7 @@ import stripe
 from iso4217 import Currency
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pkgcat.config import Settings
 from pkgcat.store.payments import Outcome, Payment
 
 TOLERANCE = 300
@@ -64,6 +65,18 @@ class StripePlatform:
             secret_key, base_addresses=addresses, max_network_retries=2
         )
         self._return = f"{store_url}payment/return"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StripePlatform:
+        """The platform of ``PKGCAT_STRIPE_*`` and the store's address (both checked by
+        :class:`~pkgcat.config.Settings` when ``PKGCAT_STORE_PLATFORM=stripe``)."""
+        assert settings.stripe_secret_key is not None
+        assert settings.store_url is not None
+        return cls(
+            settings.stripe_secret_key.get_secret_value(),
+            settings.store_url,
+            settings.stripe_api_base,
+        )
 
     def new_id(self) -> str:
         return f"pay_{secrets.token_hex(12)}"

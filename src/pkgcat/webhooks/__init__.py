@@ -10,8 +10,9 @@
 - :mod:`~pkgcat.webhooks.delivery`: the deliverer: claims endpoints, signs, posts,
   retries with backoff, disables an endpoint failing for the retry window.
 
-The events themselves are written by the paths that make the changes, in the same
-transaction (:mod:`pkgcat.storage.writes.outbox`); the SQL is in
+Each event type is declared once (:mod:`pkgcat.events`); the events themselves are written
+by the paths that make the changes, in the same transaction
+(:mod:`pkgcat.storage.writes.outbox`); the SQL is in
 :mod:`pkgcat.storage.webhooks`. Receivers verify with :func:`pkgcat.client.webhooks.verify`, or any
 Standard Webhooks library.
 """

@@ -5,6 +5,13 @@ Every event has the same envelope::
     {"id": "evt_...", "type": "sale.completed", "created": "...", "source": "Alpha",
      "livemode": true, "test": false, "data": {...}}
 
+``data`` and ``livemode`` are what the event's type declares (:mod:`pkgcat.events`),
+written here in the endpoint's shape: a ``sale.*`` event's ``data`` is the sale as
+``source/sales.json`` shows it (the same in both shapes), as it was when the event was
+written; a ``package.*`` event's is the package as ``package/details.json`` shows it in the
+application's shape, read when the event is sent (the latest details), or the published
+version alone when the package is gone since.
+
 ``livemode`` is false when no real money is behind the event, as Stripe's events
 say it (https://docs.stripe.com/api/events/object#event_object-livemode): a sale
 whose payment platform is ``test`` (the store's test mode, :mod:`pkgcat.store.payments`,
@@ -12,47 +19,41 @@ or a purchase imported as such) and every sample event (``test``: true, sent by
 hand). It is read from the sale's stored platform, so a retry says what the first
 attempt said.
 
-``created`` is written as the shape writes package dates. ``data`` of a
-``sale.*`` event is the sale as ``source/sales.json`` shows it (the same in both
-shapes), as it was when the event was written. ``data`` of a ``package.*``
-event is the package as ``package/details.json`` shows it in the application's
-shape, read when the event is sent (the latest details), or the published
-version alone when the package is gone since.
+``created`` is written as the shape writes package dates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
 
-from pkgcat import models
-from pkgcat.domain import Purchase, Sale, Shape
+from pkgcat import events, models
+from pkgcat.domain import Sale, Shape
 from pkgcat.storage import rows
 from pkgcat.storage.webhooks import StoredEvent
-from pkgcat.storage.writes.outbox import SALE_FACTS
-from pkgcat.store.payments import TestPlatform
 
 
-def _sale(stored: list[Any]) -> Sale:
-    facts = dict(zip(SALE_FACTS, stored, strict=True))
-    purchase = Purchase(
-        nickname=facts["nickname"],
-        status=facts["status"],
-        total=Decimal(facts["total"]),
-        commission=Decimal(facts["commission"]),
-        currency=facts["currency"],
-        purchased_at=datetime.fromtimestamp(facts["purchased_at"], UTC),
-        txn_id=facts["txn_id"],
-        profile_url=facts["profile_url"],
-        allowed_for=facts["allowed_for"],
-        payment_platform=facts["payment_platform"],
-    )
-    return Sale(purchase, facts["package"])
+@dataclass(frozen=True, slots=True)
+class _Shaped:
+    """The values of events in one endpoint's shape and zone (:class:`events.Renderer`)."""
+
+    shape: Shape
+    zone: ZoneInfo
+    package_row: Callable[[str], Any]
+
+    def sale(self, sale: Sale) -> Mapping[str, Any]:
+        return models.sale_body(sale, self.zone)
+
+    def package(self, package: str, published: Mapping[str, Any]) -> Mapping[str, Any]:
+        row = self.package_row(package)
+        if row is None:
+            return published
+        return models.package_body(rows.package(row), self.shape, self.zone)
 
 
 def render(
@@ -65,23 +66,15 @@ def render(
     test: bool = False,
 ) -> bytes:
     """The body posted for ``event``; ``package_row`` reads a package's current row, or None."""
-    facts = event.data
-    data: dict[str, Any]
-    livemode = not test
-    if event.type.startswith("sale."):
-        sale = _sale(facts)
-        data = models.sale_body(sale, zone)
-        livemode = livemode and sale.purchase.payment_platform != TestPlatform.name
-    else:
-        row = package_row(facts["package"])
-        data = dict(facts) if row is None else models.package_body(rows.package(row), shape, zone)
+    declared = events.read(event.type, event.source_id, event.data)
+    body = declared.body(_Shaped(shape, zone, package_row))
     envelope = {
         "id": event.event_id,
         "type": event.type,
         "created": models.moment(datetime.fromtimestamp(event.created_at, UTC), shape, zone),
         "source": source,
-        "livemode": livemode,
+        "livemode": body.live and not test,
         "test": test,
-        "data": data,
+        "data": body.data,
     }
     return orjson.dumps(envelope)

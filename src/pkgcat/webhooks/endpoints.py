@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from pkgcat.events import NAMES
 from pkgcat.net.addresses import Allowance, vet
 from pkgcat.net.names import lookup_name
 from pkgcat.storage.webhooks import EndpointRecord, WebhookStore
-from pkgcat.storage.writes.outbox import EVENT_TYPES
 from pkgcat.webhooks.signing import new_secret, seal_secret
 
 GRACE_SECONDS = 24 * 3600
@@ -63,12 +63,10 @@ def allowance(fetch_allow: str, allow_loopback: bool) -> Allowance:
 def check_events(events: Sequence[str]) -> tuple[str, ...]:
     wanted = tuple(dict.fromkeys(events))
     if not wanted:
-        raise EndpointRefused(f"events: name at least one of {', '.join(EVENT_TYPES)}")
-    unknown = [name for name in wanted if name not in EVENT_TYPES]
+        raise EndpointRefused(f"events: name at least one of {', '.join(NAMES)}")
+    unknown = [name for name in wanted if name not in NAMES]
     if unknown:
-        raise EndpointRefused(
-            f"events: {unknown[0]!r} is not an event type ({', '.join(EVENT_TYPES)})"
-        )
+        raise EndpointRefused(f"events: {unknown[0]!r} is not an event type ({', '.join(NAMES)})")
     return wanted
 
 

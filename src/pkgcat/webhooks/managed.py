@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from pkgcat.config import Settings
-from pkgcat.repository.keys import seal, unseal
+from pkgcat.sealing import seal
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, WebhookStore
 from pkgcat.storage.writes.idempotency import Answers
 from pkgcat.webhooks import manual
 from pkgcat.webhooks.delivery import Deliverer, deliverer_for
 from pkgcat.webhooks.endpoints import Created, Endpoints, allowance
-from pkgcat.webhooks.signing import NoWebhookPassphrase
+from pkgcat.webhooks.signing import NoWebhookPassphrase, open_sealed
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ class Managed:
         return seal(body, self._passphrase()).encode("ascii")
 
     def _opened(self, body: bytes) -> bytes:
-        return unseal(body.decode("ascii"), self._passphrase())
+        return open_sealed(body.decode("ascii"), self._passphrase())
 
     def attempts(
         self, application_id: int, endpoint_id: str, *, limit: int, before: int | None

@@ -10,26 +10,18 @@ from __future__ import annotations
 
 import time
 
+from pkgcat import events
 from pkgcat.storage.webhooks import Attempt, StoredEvent, WebhookStore
 from pkgcat.storage.writes.outbox import new_event_ids
 from pkgcat.webhooks.delivery import Deliverer
 from pkgcat.webhooks.endpoints import Endpoints, NotFound, check_events
 
-_SAMPLE_STATUS = {"sale.completed": "Completed", "sale.refunded": "Refunded"}
-
 
 def sample(kind: str, source_id: int, now: int) -> StoredEvent:
-    """A made-up event of type ``kind``: a sale of the whole source, or a package."""
-    if kind.startswith("sale."):
-        status = _SAMPLE_STATUS.get(kind, "Chargeback")
-        facts: object = [
-            "TEST-0001", None, "source", "test-buyer", status, "1.00", "0.15", "USD", now,
-            "", "test",
-        ]  # fmt: skip
-    else:
-        facts = {"package": "com.example.test-event", "version": "1.0", "architecture": "all"}
+    """A made-up event of type ``kind``, as its type declares its sample (:mod:`pkgcat.events`)."""
+    made = events.BY_NAME[kind].sample(source_id, now)
     (event_id,) = new_event_ids(1)
-    return StoredEvent(0, event_id, kind, source_id, now, facts)
+    return StoredEvent(0, event_id, kind, source_id, now, made.facts())
 
 
 def send_test(

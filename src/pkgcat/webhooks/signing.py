@@ -2,8 +2,8 @@
 
 A secret is ``whsec_`` and 43 base64url characters (256 random bits), shown to
 the application once, at creation or roll. The database keeps it sealed with
-``PKGCAT_WEBHOOK_PASSPHRASE`` (OpenPGP password encryption, as the repository's
-keys are sealed): the deliverer must open it to sign, so it cannot be a hash.
+``PKGCAT_WEBHOOK_PASSPHRASE`` (:mod:`pkgcat.sealing`, as the repository's keys
+are sealed): the deliverer must open it to sign, so it cannot be a hash.
 
 The header is ``t=<unix seconds>,v1=<hex>[,v1=<hex>...]``, each ``v1`` the
 HMAC-SHA256, keyed by one active secret (its text as UTF-8), of ``"<t>." + body``.
@@ -32,9 +32,11 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pkgcat.repository.keys import KeyProblem, seal, unseal
+from pkgcat.sealing import KeyProblem, seal, unseal
 
 PREFIX = "whsec_"
+SEALED_BY = "PKGCAT_WEBHOOK_PASSPHRASE"
+"""The setting whose passphrase seals the signing secrets, and the answers that hold one."""
 
 
 class NoWebhookPassphrase(KeyProblem):
@@ -97,6 +99,13 @@ def seal_secret(secret: str, passphrase: str | None) -> str:
     return seal(secret.encode(), passphrase)
 
 
+def open_sealed(sealed: str, passphrase: str) -> bytes:
+    """What was sealed with the webhook passphrase: a secret, or an answer that holds one."""
+    return unseal(
+        sealed, passphrase, what="the webhook endpoints' signing secrets", setting=SEALED_BY
+    )
+
+
 class Opener:
     """Opens sealed secrets once each (password decryption is slow on purpose)."""
 
@@ -109,7 +118,7 @@ class Opener:
         if found is None:
             if self._passphrase is None:
                 raise NoWebhookPassphrase
-            found = self._opened[sealed] = unseal(sealed, self._passphrase)
+            found = self._opened[sealed] = open_sealed(sealed, self._passphrase)
         return found
 
 

@@ -9,13 +9,17 @@ Content-Security-Policy that allows our own origin only, with no inline script o
 
 from __future__ import annotations
 
+import html
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+
+from pkgcat import events
 
 FOLDER = Path(__file__).parent
 PATH = "/dashboard"
@@ -53,8 +57,21 @@ class _Assets(StaticFiles):
         return response
 
 
+EVENT_TYPES = "<!-- event types -->"
+"""Where the page lists the event types a sample can be sent of."""
+
+
+@cache
+def page() -> bytes:
+    """The page, its list of event types filled in from their declarations (:mod:`pkgcat.events`)."""
+    text = (FOLDER / "index.html").read_text(encoding="utf-8")
+    assert EVENT_TYPES in text, "index.html no longer says where the event types go"
+    options = "".join(f"<option>{html.escape(name)}</option>" for name in events.NAMES)
+    return text.replace(EVENT_TYPES, options).encode()
+
+
 async def _page(_request: Request) -> Response:
-    return FileResponse(FOLDER / "index.html", headers=HEADERS, media_type="text/html")
+    return Response(page(), headers=HEADERS, media_type="text/html")
 
 
 async def _with_slash(_request: Request) -> Response:

@@ -62,6 +62,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.dml import UpdateBase
 
+from pkgcat.events import package_event
 from pkgcat.storage import schema as t
 from pkgcat.storage.writes import outbox, sources
 from pkgcat.storage.writes.bulk import Prepared, prepare, run
@@ -425,12 +426,8 @@ def _write_packages(
     )
     run(db, sql.set_offline, [(False, None, now, row_id) for _, row_id in chunk.offline])
     if chunk.shown and source_id in outbox.listening(db, (source_id,)):
-        events: list[outbox.Event] = [
-            (
-                "package.published" if new else "package.updated",
-                source_id,
-                {"package": package, "version": version, "architecture": architecture},
-            )
+        events = [
+            package_event(new, source_id, package, version, architecture)
             for package, version, architecture, new in chunk.shown
         ]
         outbox.emit(db, events, now=now)

@@ -24,6 +24,7 @@ from sqlalchemy import Engine, and_, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from pkgcat.domain import Scope
+from pkgcat.events import SALE_BY_STATUS
 from pkgcat.storage import schema as t
 from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.bulk import executemany, update_rows
@@ -200,23 +201,20 @@ def _emit_sales(db: Connection, sales: list[PurchaseRow], catalogue: Catalogue) 
     if not heard:
         return
     names = {ref.id: name for name, ref in catalogue.packages.items()}
-    events: list[outbox.Event] = [
-        (
-            outbox.SALE_EVENTS[row.status],
+    events = [
+        SALE_BY_STATUS[row.status](  # in the order of SaleEvent's fields (by position: 3x faster)
             row.source_id,
-            (  # in the order of outbox.SALE_FACTS
-                row.txn_id,
-                None if row.package_id is None else names[row.package_id],
-                row.allowed_for,
-                row.nickname,
-                row.status,
-                row.total,
-                row.commission,
-                row.currency,
-                row.purchased_at,
-                row.profile_url,
-                row.payment_platform,
-            ),
+            row.txn_id,
+            None if row.package_id is None else names[row.package_id],
+            row.allowed_for,
+            row.nickname,
+            row.status,
+            row.total,
+            row.commission,
+            row.currency,
+            row.purchased_at,
+            row.profile_url,
+            row.payment_platform,
         )
         for row in sales
         if row.source_id in heard

@@ -20,43 +20,17 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import orjson
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.engine import Connection
 
+from pkgcat.events import SALE_BY_STATUS, Event
 from pkgcat.storage import schema as t
 from pkgcat.storage.writes.bulk import executemany
 
-EVENT_TYPES = (
-    "sale.completed",
-    "sale.refunded",
-    "sale.chargeback",
-    "package.published",
-    "package.updated",
-)
-"""Every event type, as endpoints name them."""
-
-SALE_EVENTS = {
-    "Completed": "sale.completed",
-    "Refunded": "sale.refunded",
-    "Chargeback": "sale.chargeback",
-}
-"""The event a purchase's stored status emits."""
-
 _LOCK = 0x706B6763_7768  # "pkgcwh": the advisory lock that serialises event writers
 _NAMES = ("event_id", "type", "source_id", "created_at", "data")
-
-Event = tuple[str, int, Any]
-"""(type, source id, facts): one event to emit; facts are stored as JSON."""
-
-SALE_FACTS = (
-    "txn_id", "package", "allowed_for", "nickname", "status", "total", "commission",
-    "currency", "purchased_at", "profile_url", "payment_platform",
-)  # fmt: skip
-"""A ``sale.*`` event's facts, stored as a JSON array in this order: an import writes up to
-one per purchase, and an array costs half the bytes and time of an object."""
 
 
 def new_event_ids(count: int) -> list[str]:
@@ -89,22 +63,23 @@ def take_order(db: Connection) -> None:
 
 
 def emit(db: Connection, events: Sequence[Event], *, now: int) -> None:
-    """Add ``events`` to the outbox, in the caller's transaction (nothing when there are none)."""
+    """Add ``events`` to the outbox, in the caller's transaction (nothing when there are none).
+
+    Each is stored as its type declares (:mod:`pkgcat.events`): its name, its source, its facts.
+    """
     if not events:
         return
     take_order(db)
     rows = [
-        (event_id, kind, source_id, now, orjson.dumps(facts).decode())
-        for event_id, (kind, source_id, facts) in zip(
-            new_event_ids(len(events)), events, strict=True
-        )
+        (event_id, event.name, event.source_id, now, orjson.dumps(event.facts()).decode())
+        for event_id, event in zip(new_event_ids(len(events)), events, strict=True)
     ]
     statement = insert(t.webhook_events).values({n: bindparam(f"p_{n}") for n in _NAMES})
     executemany(db, statement, _NAMES, rows)
 
 
 def emit_sales(db: Connection, txn_ids: Sequence[str], *, now: int) -> None:
-    """A ``sale.*`` event for each of these stored purchases, as its status now is.
+    """The sale event of each of these stored purchases, as its status now is.
 
     For writers of single purchases (the store's sales and refunds), in their transaction:
     the facts are read back from the rows they have just written.
@@ -129,12 +104,9 @@ def emit_sales(db: Connection, txn_ids: Sequence[str], *, now: int) -> None:
         .where(p.c.txn_id.in_(list(txn_ids)))
     ).all()
     heard = listening(db, {row.source_id for row in rows})
+    # The columns are named as the event's fields are.
     emit(
         db,
-        [
-            (SALE_EVENTS[row.status], row.source_id, tuple(row)[1:])
-            for row in rows
-            if row.source_id in heard
-        ],
+        [SALE_BY_STATUS[row.status](**row._mapping) for row in rows if row.source_id in heard],
         now=now,
     )

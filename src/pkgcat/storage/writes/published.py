@@ -33,6 +33,7 @@ from debian.debian_support import Version
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.engine import Connection
 
+from pkgcat.events import package_event
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
 from pkgcat.storage.records import RECORD_COLUMNS, Record
@@ -165,13 +166,7 @@ def write_published(
         _write_record(db, source_id, record, fingerprint(control), now)
         new = _show_best(db, source_id, record.package, preference, now)
         if source_id in outbox.listening(db, (source_id,)):
-            facts = {
-                "package": record.package,
-                "version": record.version,
-                "architecture": record.architecture,
-            }
-            kind = "package.published" if new else "package.updated"
-            outbox.emit(db, [(kind, source_id, facts)], now=now)
+            outbox.emit(db, [package_event(new, source_id, *key)], now=now)
     return True
 
 

@@ -1,0 +1,257 @@
+"""Every webhook event type, declared once: its name, its facts, its body and what it tells of.
+
+An event type is a dataclass registered with :func:`declare` (slotted; not frozen, since a frozen
+dataclass's ``__init__`` costs several times more for a sale's dozen fields, and an import of
+purchases makes one event per purchase):
+
+- ``name``: the type as endpoints subscribe to it and bodies carry it (``sale.completed``);
+- its fields: the facts the outbox stores, in the transaction of the change
+  (:mod:`pkgcat.storage.writes.outbox`), as :meth:`Event.facts` writes them and
+  :meth:`Event.read` reads them back;
+- :meth:`Event.body`: what ``data`` holds, written by a :class:`Renderer` in the
+  endpoint's shape (:mod:`pkgcat.webhooks.bodies`), and whether money is behind it;
+- its docstring: when it is emitted, as docs/webhooks.md's table says it (a test holds
+  the two together).
+
+The types of one family share their facts and body: a ``sale.*`` event's facts are the
+purchase as recorded, stored as a JSON array in the order of :class:`SaleEvent`'s fields
+(an import writes up to one event per purchase, and an array costs half the bytes and time
+of an object); a ``package.*`` event's are the version shown, stored as an object. Rows
+written since webhooks began are in these forms, and keep reading back.
+
+Everything that lists event types reads :data:`DECLARED`: the endpoints' filters and the
+API's parameters (:mod:`pkgcat.http.operations`), the dashboard's sample events, the sample
+event of each type (:meth:`Event.sample`). docs/architecture.md ("Adding an event") says
+what a new type takes: its declaration here, and the emit call of the change it tells of.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, ClassVar, NamedTuple, Protocol, Self, TypeVar
+
+from pkgcat.domain import TEST_PLATFORM, Purchase, Sale, Scope
+
+
+class Body(NamedTuple):
+    """An event's ``data``, and whether money may be behind it (``livemode``)."""
+
+    data: Mapping[str, Any]
+    live: bool
+
+
+class Renderer(Protocol):
+    """Writes the values events carry in one endpoint's shape and zone."""
+
+    def sale(self, sale: Sale) -> Mapping[str, Any]:
+        """The sale as ``source/sales.json`` shows it."""
+        ...
+
+    def package(self, package: str, published: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The package as ``package/details.json`` shows it now, or ``published`` when it is gone."""
+        ...
+
+
+@dataclass(slots=True)
+class Event(ABC):
+    """An event of one source. Each declared type sets ``name`` and says when it is emitted."""
+
+    name: ClassVar[str]
+    source_id: int
+
+    @abstractmethod
+    def facts(self) -> object:
+        """What the outbox stores of the event, as JSON."""
+        ...
+
+    @classmethod
+    @abstractmethod
+    def read(cls, source_id: int, stored: Any) -> Self:
+        """The event again, from its stored facts (:meth:`facts`)."""
+        ...
+
+    @abstractmethod
+    def body(self, render: Renderer) -> Body:
+        """The body's ``data`` in the renderer's shape, and whether money is behind it."""
+        ...
+
+    @classmethod
+    @abstractmethod
+    def sample(cls, source_id: int, now: int) -> Self:
+        """A made-up event of this type, for a test send: it tells of nothing recorded."""
+        ...
+
+
+@dataclass(slots=True)
+class SaleEvent(Event):
+    """A purchase, as recorded when the event was written; its body is the sale as
+    ``source/sales.json`` shows it, the same in both shapes."""
+
+    on_status: ClassVar[str]
+    """The purchase status that emits this type."""
+
+    txn_id: str
+    package: str | None
+    allowed_for: Scope
+    nickname: str
+    status: str
+    total: str
+    commission: str
+    currency: str
+    purchased_at: int
+    profile_url: str
+    payment_platform: str
+
+    def facts(self) -> tuple[Any, ...]:
+        # Written out: the stored order, and an import calls it once per purchase.
+        return (
+            self.txn_id, self.package, self.allowed_for, self.nickname, self.status, self.total,
+            self.commission, self.currency, self.purchased_at, self.profile_url,
+            self.payment_platform,
+        )  # fmt: skip
+
+    @classmethod
+    def read(cls, source_id: int, stored: Any) -> Self:
+        return cls(source_id, *stored)
+
+    def sale(self) -> Sale:
+        purchase = Purchase(
+            nickname=self.nickname,
+            status=self.status,
+            total=Decimal(self.total),
+            commission=Decimal(self.commission),
+            currency=self.currency,
+            purchased_at=datetime.fromtimestamp(self.purchased_at, UTC),
+            txn_id=self.txn_id,
+            profile_url=self.profile_url,
+            allowed_for=self.allowed_for,
+            payment_platform=self.payment_platform,
+        )
+        return Sale(purchase, self.package)
+
+    def body(self, render: Renderer) -> Body:
+        return Body(render.sale(self.sale()), live=self.payment_platform != TEST_PLATFORM)
+
+    @classmethod
+    def sample(cls, source_id: int, now: int) -> Self:
+        return cls(
+            source_id, "TEST-0001", None, "source", "test-buyer", cls.on_status, "1.00", "0.15",
+            "USD", now, "", TEST_PLATFORM,
+        )  # fmt: skip
+
+
+@dataclass(slots=True)
+class PackageEvent(Event):
+    """A version of a package, as shown when the event was written; its body is the package as
+    ``package/details.json`` shows it in the application's shape when the event is sent (the
+    latest details), or this version alone when the package is gone since."""
+
+    package: str
+    version: str
+    architecture: str
+
+    def facts(self) -> dict[str, str]:
+        return {"package": self.package, "version": self.version, "architecture": self.architecture}
+
+    @classmethod
+    def read(cls, source_id: int, stored: Any) -> Self:
+        return cls(source_id, stored["package"], stored["version"], stored["architecture"])
+
+    def body(self, render: Renderer) -> Body:
+        return Body(render.package(self.package, self.facts()), live=True)
+
+    @classmethod
+    def sample(cls, source_id: int, now: int) -> Self:  # noqa: ARG003 - the same for every type
+        return cls(source_id, "com.example.test-event", "1.0", "all")
+
+
+E = TypeVar("E", bound=type[Event])
+DECLARED: list[type[Event]] = []
+"""Every event type, in the order endpoints and documents list them."""
+
+
+def declare(kind: E) -> E:
+    """Add an event type to :data:`DECLARED` (a name taken twice is a mistake, found at import)."""
+    assert kind.name not in {k.name for k in DECLARED}, f"{kind.name} is declared twice"
+    DECLARED.append(kind)
+    return kind
+
+
+# The event types -------------------------------------------------------------------------------
+
+
+@declare
+@dataclass(slots=True)
+class SaleCompleted(SaleEvent):
+    """a purchase is recorded with status `Completed`"""
+
+    name = "sale.completed"
+    on_status = "Completed"
+
+
+@declare
+@dataclass(slots=True)
+class SaleRefunded(SaleEvent):
+    """a purchase is recorded as `Refunded`, or a recorded one changes to it"""
+
+    name = "sale.refunded"
+    on_status = "Refunded"
+
+
+@declare
+@dataclass(slots=True)
+class SaleChargeback(SaleEvent):
+    """a purchase is recorded as `Chargeback`, or a recorded one changes to it"""
+
+    name = "sale.chargeback"
+    on_status = "Chargeback"
+
+
+@declare
+@dataclass(slots=True)
+class PackagePublished(PackageEvent):
+    """a package of the source appears: first published (`pkgcat publish`) or first imported
+    (`pkgcat import-repo`)"""
+
+    name = "package.published"
+
+
+@declare
+@dataclass(slots=True)
+class PackageUpdated(PackageEvent):
+    """a package's shown record changes: a new version published, or an import that changed it"""
+
+    name = "package.updated"
+
+
+# Reading the declarations ------------------------------------------------------------------------
+
+NAMES: tuple[str, ...] = tuple(kind.name for kind in DECLARED)
+"""Every event type's name, as endpoints subscribe to it."""
+BY_NAME: dict[str, type[Event]] = {kind.name: kind for kind in DECLARED}
+SALE_BY_STATUS: dict[str, type[SaleEvent]] = {
+    kind.on_status: kind for kind in DECLARED if issubclass(kind, SaleEvent)
+}
+"""The sale event a purchase's recorded status emits."""
+
+
+def described(kind: type[Event]) -> str:
+    """When events of this type are emitted, in one line (its docstring)."""
+    return " ".join((kind.__doc__ or "").split())
+
+
+def read(name: str, source_id: int, stored: Any) -> Event:
+    """A stored event, as its type declares it; :class:`KeyError` for a type not declared."""
+    return BY_NAME[name].read(source_id, stored)
+
+
+def package_event(
+    new: bool, source_id: int, package: str, version: str, architecture: str
+) -> PackageEvent:
+    """``package.published`` for a package that appears (``new``), else ``package.updated``."""
+    kind = PackagePublished if new else PackageUpdated
+    return kind(source_id, package, version, architecture)
