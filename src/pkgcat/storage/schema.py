@@ -609,8 +609,6 @@ store_refunds = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     UniqueConstraint("source_id", "request_key", name="uq_store_refunds_request"),
-    CheckConstraint(
-        "status IN ('pending', 'succeeded', 'failed')", name="ck_store_refunds_status"
-    ),
+    CheckConstraint("status IN ('pending', 'succeeded', 'failed')", name="ck_store_refunds_status"),
 )
 """Each refund of a store sale, pending while the platform is asked (counted as refunded)."""

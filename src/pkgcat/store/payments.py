@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pkgcat.config import Settings
+from pkgcat.money.platform import MoneyPlatform, TestMoney
 
 Next = Literal["done", "open", "failed"]
 
@@ -78,4 +79,17 @@ def platform_for(settings: Settings) -> Platform | None:
             settings.store_url,
             settings.stripe_api_base,
         )
+    return None
+
+
+def money_platform_for(settings: Settings) -> MoneyPlatform | None:
+    """What the ledger asks of the platform ``PKGCAT_STORE_PLATFORM`` names (fees, refunds,
+    sellers' accounts, payouts); None for ``none``."""
+    if settings.store_platform == "test":
+        return TestMoney()
+    if settings.store_platform == "stripe":
+        from pkgcat.store.stripe_connect import StripeMoney  # the stripe extra
+
+        assert settings.stripe_secret_key is not None
+        return StripeMoney(settings.stripe_secret_key.get_secret_value(), settings.stripe_api_base)
     return None
