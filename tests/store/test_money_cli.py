@@ -86,8 +86,8 @@ def test_a_test_mode_sale_is_pending_then_available_then_paid_once_and_refunded_
             txn = db.execute(
                 text("SELECT txn_id FROM purchases WHERE nickname = 'cli@example.test'")
             ).scalar_one()
-        money = Money(Settings(database_url=database_url, **{k[7:].lower(): v for k, v in
-                      MONEY.items()}), engine, TestMoney())  # fmt: skip
+        overrides: dict[str, Any] = {k[len("PKGCAT_") :].lower(): v for k, v in MONEY.items()}
+        money = Money(Settings(database_url=database_url, **overrides), engine, TestMoney())
         money.refund(1, txn, key="after-the-payout")
     finally:
         engine.dispose()
