@@ -194,3 +194,27 @@ def test_an_adjustment_needs_a_reason_and_moves_the_available_balance(
     assert money.adjust(1, "USD", "-2.50", "the same, sent twice", test=True, key="adj-1") == again
     [balance] = money.balance(1)
     assert balance.available == Decimal("-5.00")
+
+
+def test_a_source_with_money_is_deleted_with_its_ledger_only_by_a_cascade(
+    engine: Engine, database_url: str, sell: Sell, time_: Time
+) -> None:
+    """The ledger's foreign keys refused the cascade's delete of the source (PostgreSQL)."""
+    from typer.testing import CliRunner
+
+    from pkgcat.cli import app as cli
+
+    money = money_of(engine, time_)
+    money.connect(1, "https://seller.example.test/ok", "https://seller.example.test/again")
+    money.set_commission(1, "10")
+    sell("9.00")
+    scheduler_of(engine, time_).run_once()
+    env = {"PKGCAT_DATABASE_URL": database_url}
+    refused = CliRunner().invoke(cli, ["source", "delete", "Alpha"], env=env)
+    assert refused.exit_code == 1
+    done = CliRunner().invoke(cli, ["source", "delete", "Alpha", "--cascade"], env=env)
+    assert done.exit_code == 0, done.output
+    with engine.connect() as db:
+        for table in ("ledger_entries", "payouts", "payout_items", "source_money"):
+            query = text(f"SELECT count(*) FROM {table}")  # noqa: S608 - the names above
+            assert db.execute(query).scalar() == 0, table
