@@ -26,6 +26,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "pkgcat.domain", "pkgcat.errors", "pkgcat.cursors", "pkgcat.keys", "pkgcat.versions",
         "pkgcat.events", "pkgcat.sealing", "pkgcat.loops", "pkgcat.workers", "pkgcat.outages",
         "pkgcat.demo", "pkgcat.demo_debs",
+        # Money's amounts, errors and the platform's seam: plain values and rules.
+        "pkgcat.money.amounts", "pkgcat.money.errors", "pkgcat.money.platform",
     })),
     ("outbound requests", frozenset({"pkgcat.net"})),
     ("settings", frozenset({"pkgcat.config"})),
@@ -34,7 +36,9 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("use cases and their answers", frozenset({"pkgcat.services", "pkgcat.models", "pkgcat.metrics"})),
     ("data in", frozenset({"pkgcat.ingest"})),
     ("the served repository", frozenset({"pkgcat.repository"})),
-    ("the store and the webhooks", frozenset({"pkgcat.store", "pkgcat.webhooks"})),
+    # The rest of money (its schedule, use cases and scheduler) reads Stripe's events through
+    # the store's platform, beside which it sits.
+    ("the store, money and the webhooks", frozenset({"pkgcat.store", "pkgcat.money", "pkgcat.webhooks"})),
     ("HTTP", frozenset({"pkgcat.http"})),
     ("the app", frozenset({"pkgcat.app"})),
     ("the commands", frozenset({"pkgcat.cli", "pkgcat.__main__", "pkgcat.demo_store"})),

@@ -17,7 +17,7 @@ from pkgcat.errors import NotReady
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
 from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES, operation_name
-from pkgcat.http.site import create_site
+from pkgcat.http.site import Background, create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.served import ServedRepository
@@ -73,7 +73,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     webhooks = Managed(settings, engine)
     access_log = access_log_for(settings)
-    background = []
+    background: list[Background] = []
     # Without the passphrase no endpoint exists, nor could a secret be opened to sign.
     if settings.webhook_delivery == "server" and settings.webhook_passphrase is not None:
         from pkgcat.webhooks.delivery import InProcess
@@ -84,6 +84,10 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         from pkgcat.store.service import Store
 
         store = Store(settings, served, engine)
+        if settings.store_platform != "none" and settings.payout_scheduler == "server":
+            from pkgcat.money.scheduler import InProcess as Payouts
+
+            background.append(Payouts(settings))
 
     async def ready() -> dict[str, object]:
         found = await storage.readiness()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import re
+from decimal import Decimal
 from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -49,6 +50,7 @@ MIN_CONNECTION_BUFFER = 8 * KIB + 64 * KIB
 """72 KiB: a target (URI) over 65,534 bytes must reach the HTTP server's 414 rule first."""
 DEFAULT_ARCHITECTURES = "iphoneos-arm64,iphoneos-arm,all,amd64,arm64"
 _ARCHITECTURE = re.compile(r"[a-z0-9][a-z0-9-]*")
+_MINIMUM = re.compile(r"[0-9]{1,12}(\.[0-9]{1,4})? +[A-Z]{3}")
 
 
 class Settings(BaseSettings):
@@ -387,6 +389,68 @@ class Settings(BaseSettings):
         default=None,
         description="Another address for Stripe's API (a test double); unset: Stripe's own.",
     )
+    stripe_connect_webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="Signing secret of the Stripe webhook endpoint that hears the sellers' connected accounts (Connect: account.updated, payout.paid, payout.failed); from the environment only. Unset: only PKGCAT_STRIPE_WEBHOOK_SECRET is tried.",
+    )
+    commission_percent: Decimal = Field(
+        default=Decimal(0),
+        ge=0,
+        le=100,
+        decimal_places=4,
+        description="The deployment's commission on each store sale, in percent of the gross (`15`, `12.5`); a source's own rate (`pkgcat money commission`) overrides it.",
+    )
+    payout_hold_days: int = Field(
+        default=30,
+        ge=0,
+        le=365,
+        description="Days a store sale's proceeds stay pending before they are available to pay out (to absorb refunds and chargebacks).",
+    )
+    payout_days: str = Field(
+        default="1,15",
+        description="Days of the month (1 to 28) payouts are made on, comma-separated; `*`: every day. A date the scheduler missed is caught up at its next run.",
+    )
+    payout_minimum: str = Field(
+        default="20 USD",
+        description="The least amount paid out, per currency (`20 USD, 20 EUR, 3000 JPY`); a currency not listed is paid out above zero. A source may set a higher threshold.",
+    )
+    payout_scheduler: Literal["server", "separate"] = Field(
+        default="server",
+        description="Where payouts are made: `server`, a background thread in each `pkgcat serve` worker of a store with a platform; `separate`, only by `pkgcat money run` (cron, say). Either way each sale is released once and each payout made once.",
+    )
+    payout_interval: float = Field(
+        default=300.0,
+        ge=1,
+        le=86400,
+        description="Seconds between two runs of the payout scheduler in a server worker.",
+    )
+
+    @field_validator("payout_days")
+    @classmethod
+    def _payout_days(cls, value: str) -> str:
+        if value.strip() == "*":
+            return "*"
+        try:
+            days = sorted({int(part) for part in value.split(",") if part.strip()})
+        except ValueError:
+            days = []
+        if not days or not all(1 <= day <= 28 for day in days):
+            raise ValueError(
+                f"{value!r} is not a list of days of the month from 1 to 28 (example: '1,15'), "
+                "nor '*' (every day)"
+            )
+        return ",".join(map(str, days))
+
+    @field_validator("payout_minimum")
+    @classmethod
+    def _payout_minimum(cls, value: str) -> str:
+        parts = [part.strip() for part in value.split(",") if part.strip()]
+        if not all(_MINIMUM.fullmatch(part) for part in parts):
+            raise ValueError(
+                f"{value!r} is not a list of amounts and currencies (example: '20 USD, 3000 JPY')"
+            )
+        return ", ".join(" ".join(part.split()) for part in parts)
+
     store_code_seconds: int = Field(
         default=600, ge=60, le=3600, description="Lifetime of an emailed sign-in code, in seconds."
     )
@@ -451,7 +515,14 @@ class Settings(BaseSettings):
                 "the store mails sign-in codes: set PKGCAT_SMTP_HOST and PKGCAT_SMTP_FROM "
                 "(or PKGCAT_MAIL_BACKEND=console, for development)"
             )
-        live = self.stripe_secret_key is not None or self.stripe_webhook_secret is not None
+        live = any(
+            secret is not None
+            for secret in (
+                self.stripe_secret_key,
+                self.stripe_webhook_secret,
+                self.stripe_connect_webhook_secret,
+            )
+        )
         if self.store_platform == "test" and live:
             raise ValueError(
                 "test mode cannot be on with a live platform's keys: "

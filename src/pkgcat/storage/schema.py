@@ -179,6 +179,9 @@ purchases = Table(
     Column("account", String(128), nullable=True),
     Column("udid", String(64), nullable=True),
     Column("device_model", String(64), nullable=True),
+    # The payment platform's own fee on a store sale, as the platform reported it (migration
+    # 0018); NULL: not reported (yet), or an imported purchase.
+    Column("fee", String(32), nullable=True),
     CheckConstraint(
         "(allowed_for = 'package' AND package_id IS NOT NULL)"
         " OR (allowed_for = 'source' AND package_id IS NULL)",
@@ -470,3 +473,142 @@ download_totals = Table(
     Column("count", BigInteger, nullable=False),
 )
 """Each package's sum of ``download_days``, kept in the same commit: details reads one row."""
+
+# Money (migration 0018): amounts in the currency's minor units (cents; yen; fils), as integers.
+
+source_money = Table(
+    "source_money",
+    metadata,
+    Column("source_id", Integer, ForeignKey("sources.id"), primary_key=True),
+    # The source's commission in percent, as decimal text; NULL: the deployment's.
+    Column("commission_percent", String(16), nullable=True),
+    # The seller's connected account on the payout platform (Stripe Connect: acct_...).
+    Column("account_id", String(255), nullable=True),
+    Column("account_test", Boolean, nullable=False, server_default="0"),
+    Column("payouts_enabled", Boolean, nullable=False, server_default="0"),
+    Column("details_submitted", Boolean, nullable=False, server_default="0"),
+    Column("disabled_reason", Text, nullable=True),
+    Column("updated_at", BigInteger, nullable=False),
+)
+"""What a source's money is subject to: its commission, and the account it is paid out to."""
+Index("ix_source_money_account", source_money.c.account_id)
+
+payout_thresholds = Table(
+    "payout_thresholds",
+    metadata,
+    Column("source_id", Integer, ForeignKey("sources.id"), primary_key=True),
+    Column("currency", String(3), primary_key=True),
+    Column("amount", BigInteger, nullable=False),
+)
+"""A source's own least payout in a currency, above the deployment's minimum."""
+
+LEDGER_KINDS = (
+    "sale", "fee", "release", "refund", "chargeback", "payout", "payout_failed", "adjustment",
+)  # fmt: skip
+
+ledger_entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("seq", _SEQ, primary_key=True, autoincrement=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("currency", String(3), nullable=False),
+    # No money behind it (the store's test mode): never paid out through a live platform.
+    Column("test", Boolean, nullable=False),
+    Column("kind", String(16), nullable=False),
+    # What the entry is about, unique per kind: a sale's txn_id, a refund's or payout's id.
+    Column("reference", String(128), nullable=False),
+    # What it adds to the pending and to the available balance (negative: takes away).
+    Column("pending", BigInteger, nullable=False),
+    Column("available", BigInteger, nullable=False),
+    Column("txn_id", String(128), nullable=True),
+    Column("payout_id", String(40), nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    UniqueConstraint("kind", "reference", name="uq_ledger_entries_kind_reference"),
+    CheckConstraint(
+        "kind IN (" + ", ".join(f"'{kind}'" for kind in LEDGER_KINDS) + ")",
+        name="ck_ledger_entries_kind",
+    ),
+)
+"""The sellers' ledger: append-only, one row per movement; every balance is its sum."""
+Index(
+    "ix_ledger_entries_balance",
+    ledger_entries.c.source_id,
+    ledger_entries.c.currency,
+    ledger_entries.c.test,
+)
+Index("ix_ledger_entries_txn", ledger_entries.c.txn_id)
+
+ledger_holds = Table(
+    "ledger_holds",
+    metadata,
+    Column("txn_id", String(128), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("test", Boolean, nullable=False),
+    Column("release_at", BigInteger, nullable=False, index=True),
+    # The platform has not told its fee yet: not released until it has.
+    Column("fee_pending", Boolean, nullable=False, server_default="0"),
+)
+"""The store sales still pending: deleted by their release, in the release's transaction."""
+
+payouts = Table(
+    "payouts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("test", Boolean, nullable=False),
+    # The payout date it belongs to (YYYY-MM-DD): one payout per source, currency and date.
+    Column("period", String(10), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("account_id", String(255), nullable=False),
+    Column("transfer_id", String(255), nullable=True),
+    Column("platform_payout_id", String(255), nullable=True),
+    Column("reversal_id", String(255), nullable=True),
+    Column("failure_code", String(64), nullable=True),
+    Column("failure_message", Text, nullable=True),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("lease_owner", String(40), nullable=True),
+    Column("lease_until", BigInteger, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("settled_at", BigInteger, nullable=True),
+    UniqueConstraint("source_id", "currency", "test", "period", name="uq_payouts_period"),
+    CheckConstraint(
+        "status IN ('pending', 'in_transit', 'paid', 'failed')", name="ck_payouts_status"
+    ),
+)
+"""Each payout: made once per source, currency and payout date, sent by the host that claims it."""
+Index("ix_payouts_source_order", payouts.c.source_id, payouts.c.created_at.desc(), payouts.c.id)
+Index("ix_payouts_status", payouts.c.status)
+
+payout_items = Table(
+    "payout_items",
+    metadata,
+    Column("entry_seq", _SEQ, ForeignKey("ledger_entries.seq"), primary_key=True),
+    Column("payout_id", String(40), ForeignKey("payouts.id"), nullable=False, index=True),
+)
+"""The ledger entries each payout paid: an entry is paid by one payout at most (its key)."""
+
+store_refunds = Table(
+    "store_refunds",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("txn_id", String(128), nullable=False, index=True),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    # seller: asked through the service; platform: told by the platform (its dashboard).
+    Column("origin", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("request_key", String(255), nullable=True),
+    Column("platform_refund_id", String(255), nullable=True, unique=True),
+    Column("failure", Text, nullable=True),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    UniqueConstraint("source_id", "request_key", name="uq_store_refunds_request"),
+    CheckConstraint("status IN ('pending', 'succeeded', 'failed')", name="ck_store_refunds_status"),
+)
+"""Each refund of a store sale, pending while the platform is asked (counted as refunded)."""

@@ -16,6 +16,7 @@ import hmac
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlalchemy import (
     ColumnElement,
@@ -33,6 +34,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from pkgcat.money import amounts
+from pkgcat.storage import ledger
+from pkgcat.storage import money as terms_of
 from pkgcat.storage import schema as t
 from pkgcat.storage.writes import outbox
 
@@ -88,6 +92,20 @@ class StorePurchase:
     platform: str
     txn_id: str
     purchased_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class SaleTerms:
+    """What a store sale is recorded with beyond its price: the deployment's commission (a
+    source's own rate overrides it), the hold, and the platform's fee in minor units."""
+
+    commission_percent: Decimal = Decimal(0)
+    hold_seconds: int = 30 * 86400
+    fee: int | None = None
+    """None: the platform reports no fee (test mode), or has not told it yet."""
+    fee_pending: bool = False
+    """The platform reports fees but has not told this one yet: the sale is not released
+    until it has (:func:`pkgcat.storage.ledger.record_fee`)."""
 
 
 ACCOUNT_PREFIX = "store-buyer-"
@@ -301,6 +319,26 @@ def start_payment(
         )
 
 
+@dataclass(frozen=True, slots=True)
+class OpenPayment:
+    source_id: int
+    amount: str
+    currency: str
+    platform: str
+
+
+def open_payment(engine: Engine, payment_id: str) -> OpenPayment | None:
+    """The store payment ``payment_id`` while it is open; None otherwise."""
+    s = t.store_payments
+    with engine.connect() as db:
+        row = db.execute(
+            select(s.c.source_id, s.c.amount, s.c.currency, s.c.platform).where(
+                _payment(payment_id, None)
+            )
+        ).first()
+    return None if row is None else OpenPayment(row[0], row[1], row[2], row[3])
+
+
 def _payment(payment_id: str, platform: str | None) -> ColumnElement[bool]:
     """The store payment ``payment_id``, still open, of ``platform`` when one is named."""
     s = t.store_payments
@@ -312,7 +350,13 @@ def _payment(payment_id: str, platform: str | None) -> ColumnElement[bool]:
 
 
 def complete_payment(
-    db: Connection, payment_id: str, txn_id: str, now: int, *, platform: str | None = None
+    db: Connection,
+    payment_id: str,
+    txn_id: str,
+    now: int,
+    *,
+    platform: str | None = None,
+    terms: SaleTerms = SaleTerms(),  # frozen: one shared default is safe
 ) -> bool:
     """Mark an open payment completed and record its purchase, on the caller's transaction.
 
@@ -346,6 +390,7 @@ def complete_payment(
             txn_id=txn_id,
             purchased_at=now,
         ),
+        terms,
     )
     return True
 
@@ -364,7 +409,7 @@ def fail_open_payment(db: Connection, payment_id: str, platform: str | None = No
     return done.rowcount == 1
 
 
-def _written_by_the_store() -> ColumnElement[bool]:
+def written_by_the_store() -> ColumnElement[bool]:
     """Whether a ``purchases`` row is one :func:`complete_payment` wrote, not an imported one.
 
     No column of ``purchases`` says who wrote a row (an import may name any
@@ -398,7 +443,7 @@ def record_refund(db: Connection, platform: str, txn_id: str, status: str) -> bo
     The one place a store purchase changes status after its sale: whatever must
     happen with a refund in the same transaction belongs here. Only a purchase the
     store itself made through its checkout changes: one an operator imported, with
-    the same platform and reference, is left as it is (:func:`_written_by_the_store`).
+    the same platform and reference, is left as it is (:func:`written_by_the_store`).
     False when no store purchase of that platform and reference is in another status.
     """
     u = t.purchases
@@ -408,7 +453,7 @@ def record_refund(db: Connection, platform: str, txn_id: str, status: str) -> bo
             u.c.payment_platform == platform,
             u.c.txn_id == txn_id,
             u.c.status != status,
-            _written_by_the_store(),
+            written_by_the_store(),
         )
         .values(status=status)
     )
@@ -438,11 +483,16 @@ def apply_event(
     return True
 
 
-def record_purchase(db: Connection, purchase: StorePurchase) -> None:
+def record_purchase(
+    db: Connection,
+    purchase: StorePurchase,
+    terms: SaleTerms = SaleTerms(),  # frozen: one shared default is safe
+) -> None:
     """Write a store purchase where imported ones land, on the caller's transaction.
 
     One Completed row of ``purchases`` (the buyer's email as nickname, the store
-    account, the device), and the device registered for the buyer in
+    account, the device) with its commission and the platform's fee, the seller's
+    share credited pending in the ledger, and the device registered for the buyer in
     ``buyer_devices``, so buyers, check, sales and usage see it with no path of
     their own. This is the one place a store sale is written: whatever must
     happen with a sale in the same transaction belongs here. :class:`TxnTaken` when
@@ -451,6 +501,9 @@ def record_purchase(db: Connection, purchase: StorePurchase) -> None:
     u = t.purchases
     if db.execute(select(u.c.id).where(u.c.txn_id == purchase.txn_id)).first() is not None:
         raise TxnTaken(purchase.txn_id)
+    gross = amounts.to_minor(purchase.total, purchase.currency)
+    percent = terms_of.commission_percent(db, purchase.source_id)
+    commission = amounts.commission(gross, terms.commission_percent if percent is None else percent)
     db.execute(
         insert(t.purchases).values(
             source_id=purchase.source_id,
@@ -459,7 +512,8 @@ def record_purchase(db: Connection, purchase: StorePurchase) -> None:
             nickname=purchase.email,
             status=COMPLETED,
             total=purchase.total,
-            commission="0.00",
+            commission=amounts.text(commission, purchase.currency),
+            fee=None if terms.fee is None else amounts.text(terms.fee, purchase.currency),
             currency=purchase.currency,
             purchased_at=purchase.purchased_at,
             txn_id=purchase.txn_id,
@@ -469,6 +523,19 @@ def record_purchase(db: Connection, purchase: StorePurchase) -> None:
             udid=purchase.udid,
             device_model=purchase.model,
         )
+    )
+    ledger.credit_sale(
+        db,
+        source_id=purchase.source_id,
+        txn_id=purchase.txn_id,
+        currency=purchase.currency,
+        test=purchase.platform == "test",
+        gross=gross,
+        commission=commission,
+        fee=terms.fee,
+        release_at=purchase.purchased_at + terms.hold_seconds,
+        fee_pending=terms.fee_pending,
+        now=purchase.purchased_at,
     )
     outbox.emit_sales(db, [purchase.txn_id], now=int(time.time()))
     d = t.buyer_devices

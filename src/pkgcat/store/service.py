@@ -21,14 +21,15 @@ import secrets
 import smtplib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import anyio
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from pkgcat.config import Settings
+from pkgcat.money.schedule import Schedule
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.keys import NoPassphrase
 from pkgcat.repository.served import ServedRepository
@@ -36,11 +37,8 @@ from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
 from pkgcat.store.mail import mailer_for
 from pkgcat.store.payments import Payment
-from pkgcat.store.platforms import platform_for
+from pkgcat.store.platforms import money_platform_for, platform_for
 from pkgcat.versions import Preference
-
-if TYPE_CHECKING:
-    from pkgcat.store.stripe_platform import Change  # the stripe extra
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
 UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -113,8 +111,16 @@ class Store:
         self._served = served
         self._mailer = mailer_for(settings)
         self._platform = platform_for(settings)
-        webhook = settings.stripe_webhook_secret
-        self._webhook_secret = None if webhook is None else webhook.get_secret_value()
+        self._webhook_secrets = tuple(
+            secret.get_secret_value()
+            for secret in (settings.stripe_webhook_secret, settings.stripe_connect_webhook_secret)
+            if secret is not None
+        )
+        self._money = money_platform_for(settings)
+        self._terms = db.SaleTerms(
+            commission_percent=settings.commission_percent,
+            hold_seconds=Schedule.of(settings).hold_seconds,
+        )
         self._code_seconds = settings.store_code_seconds
         self._clock = clock
         self._downloads_base = _downloads_base(settings)
@@ -291,7 +297,7 @@ class Store:
         )
         if outcome.next == "done":
             assert outcome.txn_id is not None
-            await self._run(_complete, payment_id, outcome.txn_id, self.now())
+            await self._run(_complete, payment_id, outcome.txn_id, self.now(), self._terms)
             return {"status": 0}
         if outcome.next == "open":
             return {"status": 1, "url": outcome.url}
@@ -356,17 +362,21 @@ class Store:
         out of the tolerance either way, or whose shape is not Stripe's; 409 for a
         completion whose PaymentIntent another purchase already names: nothing applied.
         """
-        if self._webhook_secret is None:
+        if not self._webhook_secrets:
             raise StoreError("Stripe is not this store's payment platform", 404)
-        from pkgcat.store.stripe_platform import verified_event
+        from pkgcat.money.events import effect_of
+        from pkgcat.store.stripe_platform import Change, verified_event
 
         try:
-            event = verified_event(payload, signature, self._webhook_secret, self.now())
+            event = verified_event(payload, signature, self._webhook_secrets, self.now())
         except ValueError as error:
             raise StoreError(str(error)) from None
         if event.change is None:
             return False  # an event the store does not act on
-        effect = _stripe_effect(event.change, self.now())
+        terms = self._terms
+        if isinstance(event.change, Change) and event.change.kind == "complete":
+            terms = await self._sale_terms(event.change.payment_id, event.change.txn_id)
+        effect = effect_of(event.change, self.now(), terms)
         try:
             return await self._run(db.apply_event, event.id, self.now(), effect)
         except db.TxnTaken as taken:
@@ -377,29 +387,24 @@ class Store:
                 409,
             ) from None
 
+    async def _sale_terms(self, payment_id: str, txn_id: str) -> db.SaleTerms:
+        """The terms a completed Stripe payment is recorded with: its fee, as Stripe's
+        balance transaction of the charge says it. When Stripe cannot tell it now, the
+        sale is recorded all the same (the buyer has paid) and its fee asked again before
+        its release."""
+        payment = await self._run(db.open_payment, payment_id)
+        if payment is None or self._money is None:
+            return self._terms  # applied as nothing: not an open payment of the store's
+        fee = await anyio.to_thread.run_sync(self._money.fee, txn_id, payment.currency)
+        return replace(self._terms, fee=fee, fee_pending=fee is None)
+
     async def close(self) -> None:
         await self._limiter.close()
 
 
-def _stripe_effect(change: Change, now: int) -> Callable[[Connection], object]:
-    """What a Stripe event does to the ledger, as a function of the transaction that applies it.
-
-    Only the store's own payments and the purchases they wrote are changed: a payment of
-    another platform, or a purchase an operator imported under ``stripe``, is left alone.
-    """
-    if change.kind == "complete":
-        return lambda connection: db.complete_payment(
-            connection, change.payment_id, change.txn_id, now, platform="stripe"
-        )
-    if change.kind == "fail":
-        return lambda connection: db.fail_open_payment(connection, change.payment_id, "stripe")
-    status = "Refunded" if change.kind == "refund" else "Chargeback"
-    return lambda connection: db.record_refund(connection, "stripe", change.txn_id, status)
-
-
-def _complete(engine: Engine, payment_id: str, txn_id: str, now: int) -> bool:
+def _complete(engine: Engine, payment_id: str, txn_id: str, now: int, terms: db.SaleTerms) -> bool:
     with engine.begin() as connection:
-        return db.complete_payment(connection, payment_id, txn_id, now)
+        return db.complete_payment(connection, payment_id, txn_id, now, terms=terms)
 
 
 def _before_rootless(user_agent: str | None) -> bool:

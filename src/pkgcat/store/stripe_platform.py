@@ -18,9 +18,13 @@ applied once (its id recorded in the same transaction):
   purchase is recorded, with the PaymentIntent's id as ``txn_id``;
 - ``checkout.session.expired`` and ``checkout.session.async_payment_failed``:
   the payment fails, nothing is owned;
-- ``charge.refunded`` (fully): the purchase becomes Refunded (a purchase the store made, never an
-  imported one: :func:`pkgcat.storage.store.record_refund`);
-  ``charge.dispute.created``: Chargeback.
+- ``charge.refunded``: what its ``amount_refunded`` says is refunded, and no refund of the
+  store's accounts for, is debited from the seller's ledger; refunded whole, the purchase
+  becomes Refunded (a purchase the store made, never an imported one:
+  :mod:`pkgcat.storage.refunds`); ``charge.dispute.created``: Chargeback, what was not
+  refunded debited;
+- the sellers' money (:mod:`pkgcat.store.stripe_money_events`): ``account.updated``,
+  ``payout.paid``, ``payout.failed`` and ``transfer.reversed``.
 
 A signed event is still read as data from outside: its envelope (``id``,
 ``type``, ``data.object``) and every field of the object that the store reads
@@ -44,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pkgcat.config import Settings
 from pkgcat.store.payments import Outcome, Payment
+from pkgcat.store.stripe_money_events import MoneyChange, money_change
 
 TOLERANCE = 300
 """Seconds a signed event's timestamp may be from this server's clock, either way (Stripe's
@@ -157,6 +162,8 @@ class _Charge(_Read):
     id: Reference
     refunded: bool
     payment_intent: Reference | None = None
+    amount_refunded: int | None = None
+    """In minor units, every refund of the charge so far (stripe/_charge.py line 2215)."""
 
 
 class _Dispute(_Read):
@@ -175,13 +182,15 @@ class Change:
     """The store's payment (``client_reference_id``), for complete and fail."""
     txn_id: str = ""
     """The PaymentIntent (the purchase's ``txn_id``), for complete, refund and chargeback."""
+    refunded: int | None = None
+    """For refund: what is refunded of the charge so far, in minor units; None: all of it."""
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
     id: str
     type: str
-    change: Change | None
+    change: Change | MoneyChange | None
     """None: an event the store does not act on, or one about nothing of the store's."""
 
 
@@ -209,7 +218,7 @@ def _read(model: type[_Read], value: object, where: str) -> Any:
         raise ValueError(f"the event's {field} {what}" if field else f"the event {what}") from None
 
 
-def _change(kind: str, found: dict[str, Any]) -> Change | None:
+def _change(kind: str, found: dict[str, Any]) -> Change | MoneyChange | None:
     if kind in ("checkout.session.completed", "checkout.session.async_payment_succeeded"):
         session: _SessionPaid = _read(_SessionPaid, found, "data.object")
         if session.payment_status != "paid" or session.client_reference_id is None:
@@ -224,15 +233,19 @@ def _change(kind: str, found: dict[str, Any]) -> Change | None:
         return Change("fail", payment_id=ended.client_reference_id)
     if kind == "charge.refunded":
         charge: _Charge = _read(_Charge, found, "data.object")
-        if not charge.refunded or charge.payment_intent is None:
-            return None  # refunded in part, or a charge no Checkout Session made
-        return Change("refund", txn_id=charge.payment_intent)
+        if charge.payment_intent is None:
+            return None  # a charge no Checkout Session made
+        if charge.amount_refunded is None and not charge.refunded:
+            return None  # in part, by an amount the event does not say
+        whole = charge.refunded and charge.amount_refunded is None
+        return Change("refund", txn_id=charge.payment_intent,
+                      refunded=None if whole else charge.amount_refunded)  # fmt: skip
     if kind == "charge.dispute.created":
         dispute: _Dispute = _read(_Dispute, found, "data.object")
         if dispute.payment_intent is None:
             return None
         return Change("chargeback", txn_id=dispute.payment_intent)
-    return None
+    return money_change(kind, found, _read)
 
 
 def _timestamp(header: str) -> int:
@@ -252,24 +265,35 @@ def _timestamp(header: str) -> int:
     return int(stamps[0])
 
 
-def verified_event(payload: bytes, signature: str, secret: str, now: int) -> Event:
+def verified_event(
+    payload: bytes, signature: str, secret: str | tuple[str, ...], now: int
+) -> Event:
     """The event a webhook carries, once its signature is Stripe's and its shape as Stripe
     sends it; ValueError saying what is wrong otherwise.
 
+    ``secret``: the endpoint's signing secret, or several (the operator's account's
+    endpoint and the Connect endpoint's): a signature under any of them verifies.
     ``now``: the store's clock, which the signature's timestamp must be within
     :data:`TOLERANCE` of, either way.
     """
     timestamp = _timestamp(signature)
     try:
         text = payload.decode()
-        # Stripe's own check of the HMAC-SHA256, compared in constant time. Its check of the
-        # time (tolerance) refuses only an old timestamp: both ways are checked below, on the
-        # store's clock. The library's verifier carries no annotations.
-        stripe.WebhookSignature.verify_header(text, signature, secret, None)  # type: ignore[no-untyped-call]
-    except stripe.SignatureVerificationError as error:
-        raise ValueError(f"the Stripe-Signature does not verify: {error.user_message}") from None
     except UnicodeDecodeError:
         raise ValueError("the body is not a Stripe event") from None
+    refusal = ""
+    for each in (secret,) if isinstance(secret, str) else secret:
+        try:
+            # Stripe's own check of the HMAC-SHA256, compared in constant time. Its check of
+            # the time (tolerance) refuses only an old timestamp: both ways are checked
+            # below, on the store's clock. The library's verifier carries no annotations.
+            stripe.WebhookSignature.verify_header(text, signature, each, None)  # type: ignore[no-untyped-call]
+        except stripe.SignatureVerificationError as error:
+            refusal = str(error.user_message)
+            continue
+        break
+    else:
+        raise ValueError(f"the Stripe-Signature does not verify: {refusal}")
     if timestamp < now - TOLERANCE:
         raise ValueError(
             f"the Stripe-Signature's timestamp is {now - timestamp} s old; "
@@ -285,4 +309,5 @@ def verified_event(payload: bytes, signature: str, secret: str, now: int) -> Eve
     except orjson.JSONDecodeError:
         raise ValueError("the body is not a Stripe event") from None
     envelope: _Envelope = _read(_Envelope, body, "")
-    return Event(envelope.id, envelope.type, _change(envelope.type, envelope.data.object))
+    change = _change(envelope.type, envelope.data.object)
+    return Event(envelope.id, envelope.type, change)

@@ -7,6 +7,8 @@ What depends on what (:mod:`pkgcat.storage.schema`)::
            ├─ packages ──────── purchases of them
            ├─ purchases of the source itself
            ├─ the store's payments for the source or its packages
+           ├─ its ledger, holds, payouts (and the entries each paid) and refunds (with cascade)
+           ├─ its commission, payout thresholds and account (always: settings)
            ├─ buyers' registered devices
            ├─ imported package records
            ├─ published .deb files
@@ -107,7 +109,15 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
     """Each kind of dependant of a source, in an order that deletes children first."""
     apps = _apps_of(source_id)
     endpoints = select(t.webhook_endpoints.c.id).where(t.webhook_endpoints.c.source_id == source_id)
+    entries = select(t.ledger_entries.c.seq).where(t.ledger_entries.c.source_id == source_id)
     return [
+        ("payout_items", t.payout_items, t.payout_items.c.entry_seq.in_(entries)),
+        ("payouts", t.payouts, t.payouts.c.source_id == source_id),
+        ("ledger_entries", t.ledger_entries, t.ledger_entries.c.source_id == source_id),
+        ("ledger_holds", t.ledger_holds, t.ledger_holds.c.source_id == source_id),
+        ("store_refunds", t.store_refunds, t.store_refunds.c.source_id == source_id),
+        ("payout_thresholds", t.payout_thresholds, t.payout_thresholds.c.source_id == source_id),
+        ("source_money", t.source_money, t.source_money.c.source_id == source_id),
         ("webhook_attempts", t.webhook_attempts, t.webhook_attempts.c.endpoint_id.in_(endpoints)),
         ("webhooks", t.webhook_endpoints, t.webhook_endpoints.c.source_id == source_id),
         ("webhook_events", t.webhook_events, t.webhook_events.c.source_id == source_id),
@@ -158,9 +168,11 @@ _SOURCE_ORDER = (
     "buyer_devices", "package_records", "deb_files", "webhooks",
 )  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days", "webhooks")
-_KEPT_ANSWERS = "idempotency_records"
-"""Answers kept for retries: never named, and deleted with their application even without
-``cascade`` (a later application given the same id must not find them)."""
+_SETTINGS = ("idempotency_records", "payout_thresholds", "source_money")
+"""Answers kept for retries, and a source's money settings (its commission, thresholds and
+payout account): never named, and deleted with their application or source even without
+``cascade`` (a later one given the same id must not find them). The ledger, payouts and
+refunds of a source go only with its store purchases, which are named."""
 
 
 def _remove(
@@ -180,7 +192,7 @@ def _remove(
             "delete them with it by adding --cascade, or remove them first"
         )
     for kind, table, where in parts:
-        if cascade or kind == _KEPT_ANSWERS:
+        if cascade or kind in _SETTINGS:
             db.execute(delete(table).where(where))
     db.execute(last)
     return found

@@ -1,0 +1,1 @@
+"""The sellers' money: commissions, the ledger, payouts and refunds (docs/money.md)."""
