@@ -470,3 +470,15 @@ download_totals = Table(
     Column("count", BigInteger, nullable=False),
 )
 """Each package's sum of ``download_days``, kept in the same commit: details reads one row."""
+
+count_batches = Table(
+    "count_batches",
+    metadata,
+    # A random number each server worker draws for itself, and its batches' numbers in order.
+    Column("worker", BigInteger, primary_key=True),
+    Column("batch", BigInteger, primary_key=True),
+    # True: written by the batch's own commit (it landed); false: settled as never landing.
+    Column("landed", Boolean, nullable=False),
+    Column("at", BigInteger, nullable=False),
+)
+"""Batches of counts on PostgreSQL whose fate a worker may still ask (migration 0014)."""
