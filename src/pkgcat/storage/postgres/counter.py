@@ -320,7 +320,9 @@ class PostgresCounter:
         expire = now >= self._expire_after
         if expire:
             self._expire_after = now + batches.EXPIRE_EVERY
-        settled, self._settled = tuple(self._settled), []
+        settled: tuple[int, ...] = ()
+        if len(self._settled) >= batches.SETTLE_EVERY or (self._doubts or expire):
+            settled, self._settled = tuple(self._settled), []
         batch = Batch(
             next(self._numbers),
             added,
@@ -445,9 +447,7 @@ class PostgresCounter:
         """The batch's counts, in one statement; its last-used times, in a second. Each
         commits with ``synchronous_commit`` (None: as the database sets it)."""
         synchronous_commit = self._synchronous_commit
-        found = await connection.fetch(
-            batches.COUNT, *batches.arguments(batch, self.worker, synchronous_commit)
-        )
+        found = await connection.fetch(*batches.statement(batch, self.worker, synchronous_commit))
         answer = batches.reply(found)
         key_ids = sorted(batch.touches)
         if key_ids and not answer.late:
