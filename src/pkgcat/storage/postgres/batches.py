@@ -31,11 +31,13 @@ about a fifth more than the statement had cost without (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, NamedTuple
 
 import asyncpg
 
 from pkgcat.storage import rows
+from pkgcat.storage.interfaces import Counted
 
 KEPT_FOR = 7 * 24 * 3600
 """Seconds another worker's rows are kept: longer than any worker waits to settle a batch
@@ -154,6 +156,22 @@ WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
     -- checked for each row it updates: its commit waits for the disk as the counts' did
     AND {_commit_setting(3)} IS NOT NULL
 """  # noqa: S608 - constants only
+
+
+class Waiter(NamedTuple):
+    """A waiting caller, resolved by the batch that carries it."""
+
+    future: asyncio.Future[Counted]
+    key: tuple[int, str] | None
+    """The (application, day) of its count; None for a download or a probe."""
+    operation: str
+    cutoff: float
+    download: tuple[str, str, int] | None = None
+    """The (package, UTC day, count) of its download."""
+
+
+class TooLate(TimeoutError):
+    """A batch reached the database after its cutoff: nothing of it was counted."""
 
 
 class Batch(NamedTuple):

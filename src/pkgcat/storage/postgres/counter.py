@@ -33,7 +33,8 @@ deadlock.
 
 Last-used times (at most one write a minute per key and worker) follow in a
 second statement of the same batch, which locks the key rows in id order
-first, for the same reason.
+first, for the same reason. It fails no request: the counts have landed by then,
+and a time lost is written again within a minute.
 
 A 503 is never counted. The statement carries the batch's cutoff (the
 earliest of its requests' deadlines, less a margin): if it reaches the
@@ -85,14 +86,14 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import date
-from typing import Any, NamedTuple
+from typing import Any
 
 from pkgcat.loops import RunningLoop
 from pkgcat.storage import rows
 from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
 from pkgcat.storage.postgres import batches
-from pkgcat.storage.postgres.batches import Batch, Reply
+from pkgcat.storage.postgres.batches import Batch, Reply, TooLate, Waiter
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
 _DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
@@ -109,22 +110,6 @@ apply then: asyncpg replaces a connection after 50,000 queries, counted when it 
 RETRY_AFTER = 1.0
 """Seconds before a statement goes again for what is owed (a batch in doubt, counts to take
 back) when its last one failed and no request has come to carry it."""
-
-
-class Waiter(NamedTuple):
-    """A waiting caller, resolved by the batch that carries it."""
-
-    future: asyncio.Future[Counted]
-    key: tuple[int, str] | None
-    """The (application, day) of its count; None for a download or a probe."""
-    operation: str
-    cutoff: float
-    download: tuple[str, str, int] | None = None
-    """The (package, UTC day, count) of its download."""
-
-
-class TooLate(TimeoutError):
-    """A batch reached the database after its cutoff: nothing of it was counted."""
 
 
 def _add(into: dict[Any, int], more: dict[Any, int]) -> None:
