@@ -175,6 +175,24 @@ def test_a_worker_settles_a_lost_reply_by_itself_once_the_database_is_back(
     assert stored_count(database_url, 1) == 1
 
 
+def test_a_worker_that_stops_owing_a_take_back_makes_it_first(
+    database_url: str, catalogue: dict[str, str], through: tuple[Proxy, str]
+) -> None:
+    """The reply is lost, the database comes back, and the worker stops before anything
+    else: its last statement settles the batch and takes it back."""
+    proxy, url = through
+
+    async def work(counter: PostgresCounter) -> list[int]:
+        told = [await _landed(counter.record(1, DAY, 1, WHEN, OPERATION))]
+        proxy.lose(OPERATION.encode(), "reply", down=True)
+        told.append(await _landed(counter.record(1, DAY, 1, WHEN, OPERATION)))
+        proxy.restore()
+        return told  # closed now
+
+    assert on_counter(url, work) == [1, 0]
+    assert stored_count(database_url, 1) == 1
+
+
 def test_a_download_taken_back_while_the_database_is_cut_is_taken_back_once_it_is_back(
     database_url: str, catalogue: dict[str, str], through: tuple[Proxy, str]
 ) -> None:

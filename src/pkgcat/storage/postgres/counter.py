@@ -107,6 +107,8 @@ _NEVER = float("inf")
 HOLD_FOR = 1_000
 """Batches in a row one connection carries before it goes back to the pool, whose own limits
 apply then: asyncpg replaces a connection after 50,000 queries, counted when it comes back."""
+CLOSE_WAIT = 2.0
+"""Seconds a counter that stops waits for its last statement, sent for what it owes."""
 RETRY_AFTER = 1.0
 """Seconds before a statement goes again for what is owed (a batch in doubt, counts to take
 back) when its last one failed and no request has come to carry it."""
@@ -447,10 +449,14 @@ class PostgresCounter:
         # A batch may be queued behind the one in flight: wait for both.
         while self._in_flight is not None:
             await asyncio.gather(self._in_flight, return_exceptions=True)
-        if self.owed:  # one more try for what is owed, as the last statement
+        if self.owed:  # one more try for what is owed (and what it leads to), not for long
             self._send()
-            while self._in_flight is not None:
-                await asyncio.gather(self._in_flight, return_exceptions=True)
+            loop = asyncio.get_running_loop()
+            ends = loop.time() + CLOSE_WAIT
+            while (last := self._in_flight) is not None:
+                await asyncio.wait({last}, timeout=max(0.0, ends - loop.time()))
+                last.cancel()  # no-op once done
+                await asyncio.gather(last, return_exceptions=True)
         if self._retry is not None:
             self._retry.cancel()
             self._retry = None
