@@ -13,6 +13,13 @@ are refused; once restored, the first bytes a client sends on a connection it st
 are answered with a reset, as a host answers a segment of a connection it does not know
 (RFC 9293, 3.10.7.1). A client that keeps such a connection idle through the outage finds
 it stale only when it uses it.
+
+A trap (:meth:`Proxy.lose`) breaks the one connection whose client sends a given string
+next, at a chosen moment: before its message reaches the server, just after (the server
+goes on with it), or once the server's reply comes back, which is then never delivered.
+A PostgreSQL server writes a small reply only once the statement's implicit transaction
+has committed (it flushes its output at ReadyForQuery), so the last is a commit that
+landed and whose acknowledgement was lost.
 """
 
 from __future__ import annotations
@@ -24,12 +31,24 @@ import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy.engine import make_url
 
 WAIT = 10.0
 """Seconds the proxy's own steps may take."""
+
+
+Moment = Literal["request", "cut", "reply"]
+"""When a trapped connection breaks: its message not forwarded; forwarded, then the
+connection closed at once; or forwarded, and the server's reply swallowed."""
+
+
+class _Trap(NamedTuple):
+    marker: bytes
+    moment: Moment
+    down: bool
+    fired: threading.Event
 
 
 class Proxy:
@@ -49,6 +68,8 @@ class Proxy:
         self._listening = asyncio.Event()
         self.accepted = 0
         """Connections accepted so far (each a connect of the proxied client)."""
+        self._trap: _Trap | None = None
+        self._losing: dict[asyncio.StreamWriter, _Trap] = {}  # clients' ends, reply to lose
 
     def _call(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(WAIT)
@@ -66,6 +87,18 @@ class Proxy:
         client's left open and told nothing; new connections refused until :meth:`restore`,
         after which a forgotten connection's next bytes are answered with a reset."""
         self._call(self._forget())
+
+    def lose(self, marker: bytes, moment: Moment, *, down: bool = False) -> threading.Event:
+        """Break the next connection whose client sends ``marker``, at ``moment``; with
+        ``down``, cut everything then too, until :meth:`restore`. The event is set once the
+        trap has fired."""
+        trap = _Trap(marker, moment, down, threading.Event())
+
+        async def arm() -> None:
+            self._trap = trap
+
+        self._call(arm())
+        return trap.fired
 
     def restore(self) -> None:
         self._call(self._listen())
@@ -122,28 +155,57 @@ class Proxy:
         self._clients.add(writer)
         await asyncio.gather(
             self._pipe(reader, upstream_writer, client=writer),
-            self._pipe(upstream_reader, writer),
+            self._pipe(upstream_reader, writer, server=upstream_writer),
         )
         self._clients.discard(writer)
+        self._losing.pop(writer, None)
 
     async def _pipe(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         client: asyncio.StreamWriter | None = None,
+        server: asyncio.StreamWriter | None = None,
     ) -> None:
-        """Forward ``reader`` to ``writer``; ``client``: the client's end, when ``reader`` reads it."""
+        """Forward ``reader`` to ``writer``; ``client``: the client's end, when ``reader`` reads
+        it; ``server``: the server's end, when ``reader`` reads that."""
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
                 if client is not None and client in self._forgotten:
                     await self._reset(client)
                     return
                 await self._flowing.wait()
+                trap = self._trap
+                if client is not None and trap is not None and trap.marker in data:
+                    self._trap = None
+                    if trap.moment == "request":
+                        await self._spring(trap, client, writer)
+                        break
+                    writer.write(data)
+                    await writer.drain()
+                    if trap.moment == "cut":
+                        await self._spring(trap, client, writer)
+                        break
+                    self._losing[client] = trap
+                    continue
+                if server is not None and writer in self._losing:  # the reply: never delivered
+                    await self._spring(self._losing.pop(writer), writer, server)
+                    break
                 writer.write(data)
                 await writer.drain()
         self._writers.discard(writer)
         if writer not in self._forgotten:  # a forgotten client is told nothing
             writer.transport.abort()
+
+    async def _spring(
+        self, trap: _Trap, client: asyncio.StreamWriter, server: asyncio.StreamWriter
+    ) -> None:
+        """Break one connection (both its ends) for ``trap``, or every one with ``down``."""
+        client.transport.abort()
+        server.transport.abort()
+        if trap.down:
+            await self._cut()
+        trap.fired.set()
 
     async def _reset(self, client: asyncio.StreamWriter) -> None:
         """Once the server is back, answer the forgotten connection's bytes with a reset."""

@@ -530,6 +530,51 @@ def test_downloads_land_with_the_batch_and_every_worker_reads_them_at_once(
     run(database_url, work)
 
 
+def test_a_download_whose_caller_went_away_is_not_counted(
+    database_url: str, catalogue: dict[str, str]
+) -> None:
+    """A download cancelled before its commit left is left out of it (before: counted all
+    the same); one cancelled once its commit had left is taken back when it lands."""
+    package = "com.alpha.free"
+
+    async def work(storage: Storage) -> None:
+        await storage.usage.record_download(package, DAY)  # the row exists, connections open
+        leaving = asyncio.create_task(storage.usage.record_download(package, DAY))
+        staying = asyncio.create_task(storage.usage.record_download(package, DAY))
+        await asyncio.sleep(0)  # both wait for the commit about to leave
+        leaving.cancel()
+        await staying
+        if database_url.startswith("sqlite"):
+            # The commit is one step of the loop: cancelled between it and the caller's wakeup.
+            late = asyncio.create_task(storage.usage.record_download(package, DAY))
+            while storage.counter.pending_counts == 0:
+                await asyncio.sleep(0)
+            while storage.counter.pending_counts:
+                await asyncio.sleep(0)
+            assert not late.done()
+            late.cancel()
+        else:
+            # The batch waits on a row lock another session holds: cancelled meanwhile.
+            with psycopg.connect(asyncpg_dsn(database_url), autocommit=False) as session:
+                session.execute(
+                    "SELECT * FROM download_days WHERE package = %s FOR UPDATE", [package]
+                )
+                late = asyncio.create_task(storage.usage.record_download(package, DAY))
+                while not await asyncio.to_thread(_waiting_on_a_lock, database_url):
+                    await asyncio.sleep(0.005)  # polling the database, not timing anything
+                late.cancel()
+                session.rollback()
+        with contextlib.suppress(asyncio.CancelledError):
+            await late
+        deadline = time.monotonic() + 5
+        while await storage.catalogue.downloads(package, DAY, DAY) != {DAY: 2}:
+            assert time.monotonic() < deadline, "the download was not taken back within 5 s"
+            await storage.usage.reachable()  # a commit to carry it
+            await asyncio.sleep(0.005)
+
+    run(database_url, work)
+
+
 def test_reachable_takes_a_commit_that_counts_nothing(
     database_url: str, catalogue: dict[str, str]
 ) -> None:

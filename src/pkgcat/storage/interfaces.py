@@ -163,7 +163,10 @@ class UsageCounter(Protocol):
         A caller cancelled before its commit is not counted; one cancelled while its
         commit was under way is taken back (:meth:`retract`) if that commit lands. A
         commit that reaches the database after ``cutoff`` (POSIX seconds, the database's
-        clock) counts nothing, and the call fails as for an unreachable database.
+        clock) counts nothing, and the call fails as for an unreachable database. So does a
+        commit whose reply was lost (PostgreSQL): the backend then learns whether it landed
+        and, if it had, takes it back. A call that fails is never counted in the end, and
+        one that returns is counted once: each batch is applied exactly once.
 
         The day's count and its count by operation are committed together: a
         day's counts by operation always sum to its count (save days whose
@@ -186,8 +189,9 @@ class UsageCounter(Protocol):
     def retract(self, application_id: int, day: date, operation: str) -> None:
         """Take back one committed count of ``operation`` on ``day``, with the next commit.
 
-        For a request answered 503 after its count landed. Kept until a commit
-        carries it (one that fails keeps it for the next).
+        For a request answered 503 after its count landed. Kept until a commit that
+        carries it is known to have landed (one that fails keeps it for the next; one whose
+        fate is unknown keeps it until that is known): never lost, never applied twice.
         """
         ...
 
@@ -197,7 +201,9 @@ class UsageCounter(Protocol):
 
         Committed with the requests' counts of the same batch (the same group
         commit); committed when the call returns, as :meth:`record`'s count is, and raises
-        when the commit failed.
+        when the commit failed, under the same rules (a caller cancelled before its commit
+        is not counted, one cancelled after is taken back). A take-back is owed as
+        :meth:`retract`'s is: the call waits for one commit and never raises.
         """
         ...
 

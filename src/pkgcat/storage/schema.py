@@ -612,3 +612,15 @@ store_refunds = Table(
     CheckConstraint("status IN ('pending', 'succeeded', 'failed')", name="ck_store_refunds_status"),
 )
 """Each refund of a store sale, pending while the platform is asked (counted as refunded)."""
+
+count_batches = Table(
+    "count_batches",
+    metadata,
+    # A random number each server worker draws for itself, and its batches' numbers in order.
+    Column("worker", BigInteger, primary_key=True),
+    Column("batch", BigInteger, primary_key=True),
+    # True: written by the batch's own commit (it landed); false: settled as never landing.
+    Column("landed", Boolean, nullable=False),
+    Column("at", BigInteger, nullable=False),
+)
+"""Batches of counts on PostgreSQL whose fate a worker may still ask (migration 0014)."""

@@ -33,7 +33,8 @@ deadlock.
 
 Last-used times (at most one write a minute per key and worker) follow in a
 second statement of the same batch, which locks the key rows in id order
-first, for the same reason.
+first, for the same reason. It fails no request: the counts have landed by then,
+and a time lost is written again within a minute.
 
 A 503 is never counted. The statement carries the batch's cutoff (the
 earliest of its requests' deadlines, less a margin): if it reaches the
@@ -45,6 +46,16 @@ cancelled while its batch was in flight, if that batch lands, is taken back
 requests answered 503 after their count landed: as negative counts in the
 same statement.
 
+Each batch is applied once (:mod:`pkgcat.storage.postgres.batches`): a statement whose
+reply is lost leaves its batch in doubt, and its requests fail as for an unreachable
+database (code 15, 503: not counted). The next statement the database answers says
+whether it had landed; if it had, everything it counted is taken back by the statement
+after, as are the counts of a landed batch's requests that had gone by then. What a
+batch takes back is kept until a statement that carries it is known to have landed, or
+known not to have (then it goes again); never twice. While anything is owed (a batch in
+doubt, counts to take back) and no request comes to carry it, the counter tries again
+every :data:`RETRY_AFTER` seconds.
+
 Whole downloads of the served repository (:meth:`PostgresCounter.record_download`)
 join the batch too, a third INSERT of the same statement into ``download_days``
 (one row per package and UTC day, in that order). Each worker keeps the
@@ -52,7 +63,10 @@ counted total of the packages details asked for, and drops them all when the
 ``pkgcat_downloads`` notification of a commit arrives (migration 0008), or
 while it is not listening.
 
-Downloads ride under the same cutoff: a batch too late counts none of them.
+Downloads ride under the same cutoff: a batch too late counts none of them. A download
+cancelled before its batch left is not in it; one cancelled while it was in flight is
+taken back if it landed. A download taken back (``count`` below 0: its file could not go
+out after all) is owed as a retraction is, and never fails.
 
 Batches that follow one another (the next one's requests arrived while the last was in
 flight: the server is busy) keep the pool's connection from one to the next, up to
@@ -66,84 +80,22 @@ The connection always goes back to the pool it came from.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+import secrets
 import time
 from collections.abc import Callable
 from datetime import date
-from typing import Any, NamedTuple
+from typing import Any
 
 from pkgcat.loops import RunningLoop
 from pkgcat.storage import rows
 from pkgcat.storage.interfaces import Counted
 from pkgcat.storage.last_used import LastUsed
+from pkgcat.storage.postgres import batches
+from pkgcat.storage.postgres.batches import Batch, Reply, TooLate, Waiter
 from pkgcat.storage.postgres.connection import PostgresDatabase
 
-
-def _commit_setting(parameter: int) -> str:
-    """SQL that sets this transaction's ``synchronous_commit`` to the text parameter
-    ``$parameter`` (NULL: as the database sets it), and is never NULL itself."""
-    return (
-        f"set_config('synchronous_commit', "
-        f"coalesce(${parameter}::text, current_setting('synchronous_commit')), true)"
-    )
-
-
-# Only the applications that exist are counted, their rows locked FOR KEY SHARE
-# (what the foreign key check takes anyway): a delete in progress is waited
-# for, and then its application drops out of the join instead of failing the
-# foreign key, and with it every other count of the batch.
-_COUNT = f"""
-WITH counted AS (
-    INSERT INTO usage_days (application_id, day, count)
-    SELECT c.application_id, c.day, c.count
-    FROM unnest($1::integer[], $2::text[], $3::bigint[]) AS c(application_id, day, count)
-    JOIN applications AS a ON a.id = c.application_id
-    WHERE statement_timestamp() < to_timestamp($8::float8)
-    ORDER BY c.application_id, c.day
-    FOR KEY SHARE OF a
-    ON CONFLICT (application_id, day) DO UPDATE SET count = usage_days.count + excluded.count
-    RETURNING application_id, day, count
-), split AS (
-    INSERT INTO usage_operations (application_id, day, operation, count)
-    SELECT o.application_id, o.day, o.operation, o.count
-    FROM unnest($4::integer[], $5::text[], $6::text[], $7::bigint[])
-        AS o(application_id, day, operation, count)
-    JOIN applications AS a ON a.id = o.application_id
-    WHERE statement_timestamp() < to_timestamp($8::float8)
-    ORDER BY o.application_id, o.day, o.operation
-    FOR KEY SHARE OF a
-    ON CONFLICT (application_id, day, operation)
-    DO UPDATE SET count = usage_operations.count + excluded.count
-), downloaded AS (
-    INSERT INTO download_days (package, day, count)
-    SELECT d.package, d.day, d.count
-    FROM unnest($9::text[], $10::text[], $11::bigint[]) AS d(package, day, count)
-    WHERE statement_timestamp() < to_timestamp($8::float8)
-    ORDER BY d.package, d.day
-    ON CONFLICT (package, day) DO UPDATE SET count = download_days.count + excluded.count
-), totalled AS (
-    INSERT INTO download_totals (package, count)
-    SELECT t.package, t.count FROM unnest($12::text[], $13::bigint[]) AS t(package, count)
-    WHERE statement_timestamp() < to_timestamp($8::float8)
-    ORDER BY t.package
-    ON CONFLICT (package) DO UPDATE SET count = download_totals.count + excluded.count
-)
-SELECT application_id, day, count FROM counted
-UNION ALL  -- a row of nulls: too late, nothing counted
-SELECT NULL::integer, NULL::text, NULL::bigint
-WHERE statement_timestamp() >= to_timestamp($8::float8)
-UNION ALL  -- never a row: sets how this transaction's commit waits for the disk
-SELECT NULL::integer, NULL::text, NULL::bigint WHERE {_commit_setting(14)} IS NULL
-"""  # noqa: S608 - constants only
-_TOUCH = f"""
-WITH locked AS (
-    SELECT id FROM secret_keys WHERE id = ANY($1::integer[]) ORDER BY id FOR UPDATE
-)
-UPDATE secret_keys SET last_used_at = used.at
-FROM unnest($1::integer[], $2::bigint[]) AS used(key_id, at), locked
-WHERE secret_keys.id = used.key_id AND locked.id = used.key_id
-    -- checked for each row it updates: its commit waits for the disk as the counts' did
-    AND {_commit_setting(3)} IS NOT NULL
-"""  # noqa: S608 - constants only
 _DOWNLOADS_TOTAL = rows.numbered(rows.DOWNLOADS_TOTAL)
 _LANDED = Counted(1, -1)
 """What a download's waiter gets once its batch has landed."""
@@ -152,32 +104,19 @@ DOWNLOADS_CHANNEL = "pkgcat_downloads"
 _NEVER = float("inf")
 """The cutoff of a batch with no deadline (PostgreSQL reads it as ``infinity``)."""
 
-Waiter = tuple["asyncio.Future[Counted]", tuple[int, str] | None, str, float]
-"""A waiting request's future, the (application, day) of its count (None: a download), its
-operation and cutoff."""
-
-
 HOLD_FOR = 1_000
 """Batches in a row one connection carries before it goes back to the pool, whose own limits
 apply then: asyncpg replaces a connection after 50,000 queries, counted when it comes back."""
+CLOSE_WAIT = 2.0
+"""Seconds a counter that stops waits for its last statement, sent for what it owes."""
+RETRY_AFTER = 1.0
+"""Seconds before a statement goes again for what is owed (a batch in doubt, counts to take
+back) when its last one failed and no request has come to carry it."""
 
 
-class Batch(NamedTuple):
-    """What one commit carries."""
-
-    counts: dict[tuple[int, str], int]
-    operations: dict[tuple[int, str, str], int]
-    touches: dict[int, int]
-    retracted: dict[tuple[int, str, str], int]
-    cutoff: float
-    downloads: dict[tuple[str, str], int]
-    probe: bool = False
-    """A download waits to know the database answers (:meth:`PostgresCounter.reachable`):
-    the statement goes even with nothing to count."""
-
-
-class TooLate(TimeoutError):
-    """A batch reached the database after its cutoff: nothing of it was counted."""
+def _add(into: dict[Any, int], more: dict[Any, int]) -> None:
+    for key, n in more.items():
+        into[key] = into.get(key, 0) + n
 
 
 class PostgresCounter:
@@ -199,17 +138,22 @@ class PostgresCounter:
         self._told = told
         self._last_used = LastUsed()
         self._touches: dict[int, int] = {}
-        # (package, UTC day) -> whole downloads of the next batch
-        self._downloads: dict[tuple[str, str], int] = {}
         # package -> counted downloads, while notifications say nothing changed
         self._totals: dict[str, int] = {}
         self._forgotten = 0
         """How many times the totals were dropped: a read that saw it move keeps nothing."""
-        # Each waiting request's future, the (application, day) of its count, its operation
-        # and cutoff, resolved with that day's count by the batch that carries it.
         self._waiters: list[Waiter] = []
-        # (application, day, operation) -> counts to take back with the next batch.
+        # (application, day, operation) -> counts to take back; (package, day) -> downloads.
         self._retracted: dict[tuple[int, str, str], int] = {}
+        self._untaken: dict[tuple[str, str], int] = {}
+        self.worker = secrets.randbits(63)
+        """This counter's own number in ``count_batches``."""
+        self._numbers = itertools.count(1)
+        self._doubts: dict[int, Batch] = {}
+        """Batches sent whose reply was lost, by number, until a statement settles them."""
+        self._settled: list[int] = []
+        self._expire_after = 0.0
+        self._retry: asyncio.TimerHandle | None = None
         self._in_flight: asyncio.Task[None] | None = None
         self._probing = False
         """Whether the next batch carries a :meth:`reachable` (it then goes, even empty)."""
@@ -226,6 +170,11 @@ class PostgresCounter:
     def pending_counts(self) -> int:
         """Counts waiting for their commit: the batch in flight and the one queued behind it."""
         return self._flying + len(self._waiters)
+
+    @property
+    def owed(self) -> bool:
+        """Whether a batch is in doubt, or counts or downloads wait to be taken back."""
+        return bool(self._doubts or self._retracted or self._untaken)
 
     async def downloads_total(self, package: str) -> int:
         known = self._totals.get(package)
@@ -250,26 +199,40 @@ class PostgresCounter:
         self._totals.clear()
 
     async def record_download(self, package: str, day: date, count: int = 1) -> None:
-        key = (package, day.isoformat())
-        self._downloads[key] = self._downloads.get(key, 0) + count
+        taken = (package, day.isoformat())
         try:
-            await self._enqueue(None, "", _NEVER)
+            if count < 0:  # owed until a statement carries it, and waited for once
+                self._untaken[taken] = self._untaken.get(taken, 0) - count
+                with contextlib.suppress(Exception):
+                    await self._enqueue(None, "", _NEVER)
+                return
+            waiter = self._enqueue(None, "", _NEVER, (*taken, count))
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if not waiter.cancelled() and waiter.exception() is None:
+                    self._take_back({}, {taken: count})  # landed just before
+                raise
         finally:
             self.forget_downloads()  # not waiting for our own notification
 
     async def reachable(self) -> None:
-        # The batch's statement with nothing to count writes no row (and so notifies
+        # The batch's statement with nothing to count writes no count (and so notifies
         # nothing: the trigger of download_days is FOR EACH ROW), but makes its round trip.
         self._probing = True
         await self._enqueue(None, "", _NEVER)
 
     def _enqueue(
-        self, key: tuple[int, str] | None, operation: str, cutoff: float
+        self,
+        key: tuple[int, str] | None,
+        operation: str,
+        cutoff: float,
+        download: tuple[str, str, int] | None = None,
     ) -> asyncio.Future[Counted]:
         """A future resolved by the batch that carries this count (``key`` None: a download)."""
         loop = self._running()
         waiter: asyncio.Future[Counted] = loop.create_future()
-        self._waiters.append((waiter, key, operation, cutoff))
+        self._waiters.append(Waiter(waiter, key, operation, cutoff, download))
         if len(self._waiters) == 1 and self._in_flight is None:
             # After the callbacks already queued: the requests of this turn join in.
             loop.call_soon(self._send)
@@ -299,98 +262,167 @@ class PostgresCounter:
             raise
 
     def retract(self, application_id: int, day: date, operation: str) -> None:
-        taken = (application_id, day.isoformat(), operation)
-        self._retracted[taken] = self._retracted.get(taken, 0) + 1
+        self._take_back({(application_id, day.isoformat(), operation): 1}, {})
+
+    def _take_back(
+        self, counts: dict[tuple[int, str, str], int], downloads: dict[tuple[str, str], int]
+    ) -> None:
+        _add(self._retracted, counts)
+        _add(self._untaken, downloads)
         if self._in_flight is None and not self._waiters:
             self._running().call_soon(self._send)
 
     def _send(self) -> None:
-        if self._in_flight is not None or not (self._waiters or self._retracted):
+        if self._in_flight is not None:
             return
-        touches, waiters, retracted = self._touches, self._waiters, self._retracted
-        self._touches, self._waiters, self._retracted = {}, [], {}
-        downloads, self._downloads = self._downloads, {}
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        if not (self._waiters or self.owed):
+            return
+        touches, waiters, self._touches, self._waiters = self._touches, self._waiters, {}, []
+        retracted, untaken, self._retracted, self._untaken = (
+            self._retracted,
+            self._untaken,
+            {},
+            {},
+        )
         probe, self._probing = self._probing, False
-        counts: dict[tuple[int, str], int] = {}
-        operations: dict[tuple[int, str, str], int] = {}
+        added: dict[tuple[int, str, str], int] = {}
+        downloads: dict[tuple[str, str], int] = {}
         cutoff = _NEVER
         carried = []
         for waiter in waiters:
-            if waiter[0].done():  # cancelled: its request has been answered without it
+            if waiter.future.done():  # cancelled: its request has been answered without it
                 continue
             carried.append(waiter)
-            _, key, operation, until = waiter
-            if key is None:  # a download: counted in ``downloads``
-                continue
-            counts[key] = counts.get(key, 0) + 1
-            split = (*key, operation)
-            operations[split] = operations.get(split, 0) + 1
-            cutoff = min(cutoff, until)
-        # Counts taken back ride in the same statement, as negative counts: the totals
-        # it returns are exact.
-        for (a, d, operation), n in retracted.items():
-            counts[a, d] = counts.get((a, d), 0) - n
-            operations[a, d, operation] = operations.get((a, d, operation), 0) - n
-        self._flying = len(carried)
-        self._in_flight = self._running().create_task(
-            self._commit(
-                carried, Batch(counts, operations, touches, retracted, cutoff, downloads, probe)
-            )
+            if waiter.download is not None:
+                package, day, n = waiter.download
+                downloads[package, day] = downloads.get((package, day), 0) + n
+            elif waiter.key is not None:
+                split = (*waiter.key, waiter.operation)
+                added[split] = added.get(split, 0) + 1
+                cutoff = min(cutoff, waiter.cutoff)
+        now = time.monotonic()
+        expire = now >= self._expire_after
+        if expire:
+            self._expire_after = now + batches.EXPIRE_EVERY
+        settled: tuple[int, ...] = ()
+        if len(self._settled) >= batches.SETTLE_EVERY or (self._doubts or expire):
+            settled, self._settled = tuple(self._settled), []
+        batch = Batch(
+            next(self._numbers),
+            added,
+            downloads,
+            retracted,
+            untaken,
+            touches,
+            cutoff,
+            tuple(sorted(self._doubts)),
+            settled,
+            expire,
+            probe,
         )
+        self._flying = len(carried)
+        self._in_flight = self._running().create_task(self._commit(carried, batch))
 
     async def _commit(self, waiters: list[Waiter], batch: Batch) -> None:
         started = time.perf_counter()
-        landed = False
+        replied = False
         try:
-            going = batch.counts or batch.downloads or batch.probe
-            found = await self._count(batch) if going else []
-            if found and found[-1]["application_id"] is None:
+            answer = await self._count(batch) if batch.going else Reply({}, {}, False)
+            replied = True
+            self._settle(answer.fenced)
+            if answer.late:
                 raise TooLate("the batch reached the database after its requests' deadline")
         except BaseException as error:
-            self._keep(batch.retracted)
-            for waiter, *_ in waiters:
-                if not waiter.done():
-                    waiter.set_exception(error)
+            if batch.number not in self._doubts:  # known not to have landed: owed still
+                _add(self._retracted, batch.retracted)
+                _add(self._untaken, batch.untaken)
+            if not replied:
+                self._settled.extend(batch.settled)
+            for waiter in waiters:
+                if not waiter.future.done():
+                    waiter.future.set_exception(error)
             if isinstance(error, asyncio.CancelledError):
                 raise
         else:
-            # The generation is not read here: the change feed pushes it (-1: not known).
-            totals = {(row["application_id"], row["day"]): int(row["count"]) for row in found}
-            for waiter, key, operation, _ in waiters:
-                if key is None:  # a download
-                    if not waiter.done():
-                        waiter.set_result(_LANDED)
-                    continue
-                requests = totals.get(key, 0)
-                if not waiter.done():
-                    waiter.set_result(Counted(requests, -1))
-                elif requests:  # cancelled at its deadline while the batch was in flight
-                    self._keep({(*key, operation): 1})
-            landed = True
+            if batch.going:
+                self._settled.append(batch.number)
+            else:  # nothing went: what it would have deleted, and its expiry, wait
+                self._settled.extend(batch.settled)
+                self._expire_after = 0.0 if batch.expire else self._expire_after
+            self._resolve(waiters, answer.totals)
         finally:
             self._in_flight, self._flying = None, 0
             if self.on_flush is not None:
                 self.on_flush(time.perf_counter() - started)
-            # Counts to take back left alone wait for a batch that works, not a loop of retries.
-            if self._waiters or (self._retracted and landed):
+            if self._waiters or (replied and self.owed):
                 self._send()
-            elif self._held is not None:  # no batch follows after all: given back
+            elif self.owed and self._retry is None:  # alone, it waits: no loop of retries
+                self._retry = self._running().call_later(RETRY_AFTER, self._send)
+            if self._in_flight is None and self._held is not None:  # none follows: given back
                 await self._give_back()
 
-    async def _count(self, batch: Batch) -> list[Any]:
+    def _resolve(self, waiters: list[Waiter], totals: dict[tuple[int, str], int]) -> None:
+        """Answer the waiters of a batch that landed; take back the counts of those gone."""
+        # The generation is not read here: the change feed pushes it (-1: not known).
+        for future, key, operation, _, download in waiters:
+            if key is None:  # a download, or a probe
+                if not future.done():
+                    future.set_result(_LANDED)
+                elif download is not None:  # cancelled while its batch was in flight
+                    package, day, n = download
+                    self._take_back({}, {(package, day): n})
+                continue
+            requests = totals.get(key, 0)
+            if not future.done():
+                future.set_result(Counted(requests, -1))
+            elif requests:  # cancelled at its deadline while the batch was in flight
+                self._take_back({(*key, operation): 1}, {})
+
+    def _settle(self, fenced: dict[int, bool]) -> None:
+        """Batches in doubt, settled: one that landed is taken back whole (its requests
+        were answered as not counted); what one that did not land took back is owed again."""
+        for number, landed in fenced.items():
+            doubt = self._doubts.pop(number, None)
+            if doubt is None:
+                continue
+            self._settled.append(number)
+            if landed:
+                _add(self._retracted, doubt.added)
+                _add(self._untaken, doubt.downloads)
+            else:
+                _add(self._retracted, doubt.retracted)
+                _add(self._untaken, doubt.untaken)
+
+    async def _count(self, batch: Batch) -> Reply:
         """The batch's statements, on the connection the last batch kept or one of the pool."""
         pool = await self._database.pool()
         if self._held is not None and self._held[0] is not pool:  # that pool was closed since
             await self._give_back()
         held, self._held = self._held, None
+        if held is not None and batches.closed(held[1]):  # lost while it waited: sent nothing
+            await pool.release(held[1])
+            held = None
         connection = await pool.acquire() if held is None else held[1]
         kept = False
         try:
-            found = await self._statements(connection, batch, self._synchronous_commit)
+            try:
+                answer = await self._statements(connection, batch)
+            except BaseException as error:
+                if not batches.refused(error, connection):
+                    self._doubts[batch.number] = batch  # sent: it may have landed
+                raise
             # Kept for the next batch only if one waits already, and the pool has another
             # connection for the reads.
-            kept = bool(self._waiters) and self._carried + 1 < HOLD_FOR and pool.get_max_size() > 1
-            return found
+            kept = (
+                bool(self._waiters)
+                and self._carried + 1 < HOLD_FOR
+                and pool.get_max_size() > 1
+                and not batches.closed(connection)
+            )
+            return answer
         finally:
             if kept:
                 self._held, self._carried = (pool, connection), self._carried + 1
@@ -398,47 +430,36 @@ class PostgresCounter:
                 self._carried = 0
                 await pool.release(connection)
 
-    @staticmethod
-    async def _statements(
-        connection: Any, batch: Batch, synchronous_commit: str | None
-    ) -> list[Any]:
+    async def _statements(self, connection: Any, batch: Batch) -> Reply:
         """The batch's counts, in one statement; its last-used times, in a second. Each
         commits with ``synchronous_commit`` (None: as the database sets it)."""
-        ordered = sorted(batch.counts.items())
-        split = sorted(batch.operations.items())
-        fetched = sorted(batch.downloads.items())
-        per_package = rows.downloads_by_package(batch.downloads)
+        synchronous_commit = self._synchronous_commit
+        found = await connection.fetch(*batches.statement(batch, self.worker, synchronous_commit))
+        answer = batches.reply(found)
         key_ids = sorted(batch.touches)
-        found: list[Any] = await connection.fetch(
-            _COUNT,
-            [a for (a, _), _ in ordered],
-            [d for (_, d), _ in ordered],
-            [n for _, n in ordered],
-            [a for (a, _, _), _ in split],
-            [d for (_, d, _), _ in split],
-            [o for (_, _, o), _ in split],
-            [n for _, n in split],
-            batch.cutoff,
-            [p for (p, _), _ in fetched],
-            [d for (_, d), _ in fetched],
-            [n for _, n in fetched],
-            [p for p, _ in per_package],
-            [n for _, n in per_package],
-            synchronous_commit,
-        )
-        if key_ids and not (found and found[-1]["application_id"] is None):
+        if key_ids and not answer.late:
             touched = [batch.touches[k] for k in key_ids]
-            await connection.execute(_TOUCH, key_ids, touched, synchronous_commit)
-        return found
-
-    def _keep(self, retracted: dict[tuple[int, str, str], int]) -> None:
-        for taken, n in retracted.items():
-            self._retracted[taken] = self._retracted.get(taken, 0) + n
+            # The counts have landed: a last-used time lost with its connection is written
+            # again within a minute, and fails no request.
+            with contextlib.suppress(Exception):
+                await connection.execute(batches.TOUCH, key_ids, touched, synchronous_commit)
+        return answer
 
     async def close(self) -> None:
         # A batch may be queued behind the one in flight: wait for both.
         while self._in_flight is not None:
             await asyncio.gather(self._in_flight, return_exceptions=True)
+        if self.owed:  # one more try for what is owed (and what it leads to), not for long
+            self._send()
+            loop = asyncio.get_running_loop()
+            ends = loop.time() + CLOSE_WAIT
+            while (last := self._in_flight) is not None:
+                await asyncio.wait({last}, timeout=max(0.0, ends - loop.time()))
+                last.cancel()  # no-op once done
+                await asyncio.gather(last, return_exceptions=True)
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
         try:
             await self._give_back()  # the pool's close waits for every connection to come back
         finally:

@@ -19,7 +19,12 @@ counted.
 The same transaction adds the batch's whole downloads of the served repository
 to ``download_days`` (:meth:`SqliteCounter.record_download`, one row per
 package and UTC day) and to ``download_totals``, under the same rules: the
-download's caller resumes once they are committed.
+download's caller resumes once they are committed, and one cancelled before is
+left out. A download taken back (``count`` below 0) is kept until a commit
+carries it, as a retraction is, and never fails.
+
+A commit here has no reply to lose: ``COMMIT`` returns, or the transaction is
+rolled back (the ``finally`` below), so each batch lands once or not at all.
 
 The same transaction adds the batch's counts by operation to
 ``usage_operations``: one row per (application, day, operation) of the batch,
@@ -49,6 +54,7 @@ and lets the next commit start the file over (and cut it back to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import time
@@ -87,6 +93,13 @@ commit waits (a few milliseconds, once a second at most, and only under load).
 """
 
 
+Waiter = tuple[
+    "asyncio.Future[Counted]", tuple[int, int, str] | None, str, tuple[str, str, int] | None
+]
+"""A waiting caller's future, the (application, key, day) of its count (None: a download or a
+probe) and its operation, and the (package, UTC day, count) of its download."""
+
+
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
 
@@ -109,14 +122,14 @@ class SqliteCounter:
         # Each waiting request's future, the (application, key, day) of its count and its
         # operation, resolved by the commit that carries it; the batch's counts are added up
         # from them at the commit, without the requests cancelled by then.
-        self._waiters: list[tuple[asyncio.Future[Counted], tuple[int, int, str] | None, str]] = []
+        self._waiters: list[Waiter] = []
         self._scheduled = False
         self._probing = False
         """Whether the next commit carries a :meth:`reachable` (it then runs, even empty)."""
         # (application, day, operation) -> counts to take back with the next commit.
         self._retracted: dict[tuple[int, str, str], int] = {}
-        # (package, UTC day) -> whole downloads of the batch; their waiters' key is None.
-        self._downloads: dict[tuple[str, str], int] = {}
+        # (package, UTC day) -> downloads to take back with the next commit.
+        self._untaken: dict[tuple[str, str], int] = {}
         # package -> (counted downloads, when read): see downloads_total
         self._totals: dict[str, tuple[int, float]] = {}
         self._busy_since: float | None = None
@@ -152,8 +165,20 @@ class SqliteCounter:
     async def record_download(self, package: str, day: date, count: int = 1) -> None:
         loop = self._own_loop()
         key = (package, day.isoformat())
-        self._downloads[key] = self._downloads.get(key, 0) + count
-        await self._enqueue(loop, None, "")
+        if count < 0:  # kept until a commit carries it, and waited for once
+            self._untaken[key] = self._untaken.get(key, 0) - count
+            with contextlib.suppress(Exception):
+                await self._enqueue(loop, None, "")
+            return
+        waiter = self._enqueue(loop, None, "", (*key, count))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if not waiter.cancelled() and waiter.exception() is None:
+                # Cancelled just after its commit landed: taken back.
+                self._untaken[key] = self._untaken.get(key, 0) + count
+                self._commit_soon()
+            raise
 
     async def reachable(self) -> None:
         # The commit's transaction, with nothing to write: it takes the write lock (waiting
@@ -172,11 +197,16 @@ class SqliteCounter:
         return loop
 
     def _enqueue(
-        self, loop: asyncio.AbstractEventLoop, key: tuple[int, int, str] | None, operation: str
+        self,
+        loop: asyncio.AbstractEventLoop,
+        key: tuple[int, int, str] | None,
+        operation: str,
+        download: tuple[str, str, int] | None = None,
     ) -> asyncio.Future[Counted]:
-        """A future resolved by the commit that carries this count (``key`` None: a download)."""
+        """A future resolved by the commit that carries this count (``key`` None: a download
+        of ``download``'s (package, day, count), or none)."""
         waiter: asyncio.Future[Counted] = loop.create_future()
-        self._waiters.append((waiter, key, operation))
+        self._waiters.append((waiter, key, operation, download))
         if not self._scheduled:  # the first of a batch: no commit is scheduled yet
             self._scheduled = True
             # Runs after the callbacks already queued: the requests of this turn join in.
@@ -210,6 +240,9 @@ class SqliteCounter:
     def retract(self, application_id: int, day: date, operation: str) -> None:
         taken = (application_id, day.isoformat(), operation)
         self._retracted[taken] = self._retracted.get(taken, 0) + 1
+        self._commit_soon()
+
+    def _commit_soon(self) -> None:
         if not self._scheduled and self._loop is not None:
             self._scheduled = True
             self._loop.call_soon(self._commit)
@@ -220,13 +253,19 @@ class SqliteCounter:
             self._flush_started = time.perf_counter()
         counts: dict[tuple[int, int, str], int] = {}
         operations: dict[tuple[int, int, str, str], int] = {}
-        for waiter, key, operation in self._waiters:
-            if key is None or waiter.done():  # a download; or cancelled, answered without it
+        downloads = {file: -n for file, n in self._untaken.items()}
+        for waiter, key, operation, download in self._waiters:
+            if waiter.done():  # cancelled: answered without it
+                continue
+            if download is not None:
+                package, day, n = download
+                downloads[package, day] = downloads.get((package, day), 0) + n
+            if key is None:  # a download, or a probe
                 continue
             counts[key] = counts.get(key, 0) + 1
             split = (*key, operation)
             operations[split] = operations.get(split, 0) + 1
-        work = counts or self._retracted or self._touches or self._downloads
+        work = counts or self._retracted or self._touches or downloads
         if not work and not self._probing:
             self._finish(None)
             return
@@ -250,9 +289,8 @@ class SqliteCounter:
                     db.executemany(rows.INCREMENT_OPERATION, _split(operations, live))
                 if self._touches:
                     db.executemany(rows.TOUCH_KEY, [(w, k) for k, w in self._touches.items()])
-                if self._downloads:
+                if downloads:
                     self._totals.clear()  # this worker's downloads show in details at once
-                    downloads = self._downloads
                     db.executemany(
                         rows.INCREMENT_DOWNLOADS, [(p, d, n) for (p, d), n in downloads.items()]
                     )
@@ -275,7 +313,7 @@ class SqliteCounter:
         else:
             if self._changes is not None:
                 self._changes.observe(generation)
-            self._retracted = {}
+            self._retracted, self._untaken = {}, {}
             self._finish(None, {k: Counted(totals[k[0], k[2]], generation) for k in live})
 
     def _retry_later(self) -> bool:
@@ -306,9 +344,8 @@ class SqliteCounter:
         self._busy_since = None
         self._scheduled = False
         self._touches = {}
-        self._downloads = {}
         self._probing = False
-        for waiter, key, _ in waiters:
+        for waiter, key, _, _ in waiters:
             if not waiter.done():  # cancelled when its request went away
                 if error is None:
                     waiter.set_result(_LANDED if key is None else counted.get(key, _DROPPED))
