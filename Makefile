@@ -15,7 +15,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet --compile-bytecode
 
 .DEFAULT_GOAL := help
-.PHONY: help setup bytecode lock run test test-fast bench-store lint format typecheck client-methods fuzz bench bench-defaults bench-smoke bench-profile bench-repository soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup bytecode lock run test test-fast bench-store bench-licence lint format typecheck client-methods fuzz bench bench-defaults bench-smoke bench-profile bench-repository soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -116,6 +116,9 @@ bench-profile: bytecode $(BENCH_STAMP) wrk ## where a served details request's t
 
 bench-store: bytecode $(STAMP) ## the store's refusals (forged tokens, reused URLs...) against its normal answers (~30 s)
 	$(BIN)/python -m bench.store
+
+bench-licence: bytecode $(STAMP) ## licence checks of a bought, a whitelisted and an unknown device against each other (~1 minute)
+	$(BIN)/python -m bench.licence
 
 soak: $(BENCH_STAMP) wrk ## 300,000 mixed requests on one worker; memory, open files and WAL into docs/soak.* (~2 minutes)
 	$(BIN)/python -m bench.soak --out docs/soak

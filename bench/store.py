@@ -24,7 +24,6 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -38,6 +37,7 @@ from tests.store.conftest import MODEL, UDID, Mailbox
 from tests.store.sileo import Sileo
 from typer.testing import CliRunner
 
+from bench.ratios import ratio_table
 from pkgcat.app import create_app
 from pkgcat.cli import app as cli
 from pkgcat.config import Settings
@@ -175,21 +175,13 @@ def measure(http: TestClient, box: Mailbox, rounds: int, count: int) -> str:
     for _ in range(rounds):
         for name, (_, make, expect) in cases.items():
             medians[name].append(statistics.median(timed(make(), expect, count)))
-    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [
-        f"store refusals against normal answers, {rounds} rounds x {count} requests, {when}",
-        "| case | median per request (us) | against | ratio |",
-        "|---|---:|---|---:|",
-    ]
-    worst = 0.0
-    for name, (against, _, _) in cases.items():
-        mine = statistics.median(medians[name]) * 1e6
-        if not against:
-            lines.append(f"| {name} | {mine:.0f} | | |")
-            continue
-        ratio = statistics.median(medians[name]) / statistics.median(medians[against])
-        worst = max(worst, ratio)
-        lines.append(f"| {name} | {mine:.0f} | {against} | {ratio:.2f} |")
+    lines, ratios = ratio_table(
+        f"store refusals against normal answers, {rounds} rounds x {count} requests",
+        "request",
+        medians,  # each case's rounds' medians: the median of them is its figure
+        {name: against or None for name, (against, _, _) in cases.items()},
+    )
+    worst = max(ratios.values())
     verdict = "met" if worst <= GOAL else "NOT met"
     lines.append(f"goal: every refusal at most {GOAL:.2f}x its normal answer: {verdict}")
     return "\n".join(lines)

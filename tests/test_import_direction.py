@@ -33,7 +33,9 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("settings", frozenset({"pkgcat.config"})),
     ("logs", frozenset({"pkgcat.logs", "pkgcat.access_log"})),
     ("storage", frozenset({"pkgcat.storage"})),
-    ("use cases and their answers", frozenset({"pkgcat.services", "pkgcat.models", "pkgcat.metrics"})),
+    ("use cases and their answers", frozenset({
+        "pkgcat.services", "pkgcat.models", "pkgcat.metrics", "pkgcat.licences",
+    })),
     ("data in", frozenset({"pkgcat.ingest"})),
     ("the served repository", frozenset({"pkgcat.repository"})),
     # The rest of money (its schedule, use cases and scheduler) reads Stripe's events through

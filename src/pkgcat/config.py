@@ -146,6 +146,14 @@ class Settings(BaseSettings):
         default="20/minute",
         description="Failed authentications allowed per client address (`N/second|minute|hour|day`); past it, the address is refused with 429 until the window ends.",
     )
+    public_key_limit: str = Field(
+        default="20000/hour",
+        description="Licence checks allowed per public key, whichever devices ask (`N/second|minute|hour|day`): how fast one key taken from a tweak could be used to try devices.",
+    )
+    public_device_limit: str = Field(
+        default="60/hour",
+        description="Licence checks allowed per device with each public key; a device past it is refused without spending its key's allowance.",
+    )
     trusted_proxies: str = Field(
         default="",
         description="Comma-separated addresses or networks of reverse proxies whose `X-Forwarded-For` names the client; empty: the peer address is the client.",
@@ -691,7 +699,13 @@ class Settings(BaseSettings):
         """``trusted_proxies`` as networks (an address is a network of one)."""
         return tuple(ipaddress.ip_network(n) for n in self.trusted_proxies.split(",") if n)
 
-    @field_validator("rate_limit", "auth_failure_limit", "store_code_limit")
+    @field_validator(
+        "rate_limit",
+        "auth_failure_limit",
+        "store_code_limit",
+        "public_key_limit",
+        "public_device_limit",
+    )
     @classmethod
     def _valid_limit(cls, value: str) -> str:
         try:

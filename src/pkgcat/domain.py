@@ -6,6 +6,7 @@ What one use case answers (a page, a report) is declared beside it, in :mod:`pkg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -23,11 +24,22 @@ TEST_PLATFORM = "test"
 """The payment platform of a purchase with no money behind it: the store's test mode
 (:mod:`pkgcat.store.payments`), or a purchase imported as such."""
 
-KeyScope = Literal["read", "publish", "webhooks"]
+KeyScope = Literal["read", "publish", "webhooks", "whitelist"]
 """What a secret key may do. Every key reads; each write capability is one more name."""
 
-KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks")
+KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks", "whitelist")
 """Every scope, in the order they are stored and listed (``read`` first, held by every key)."""
+
+KeyKind = Literal["secret", "public"]
+"""What a key is for: ``secret``, a seller's server (every operation its scopes allow);
+``public``, an application on devices, a tweak: the licence check of one device, nothing
+that reads buyers or money (see :mod:`pkgcat.keys` for their forms)."""
+
+KEY_KINDS: tuple[KeyKind, ...] = ("secret", "public")
+
+UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
+"""A device id as devices report it and the catalogue stores it: letters, digits and ``-``
+(40 hex digits on older devices, ``00008030-001A2D3E0C42802E`` on newer ones), at most 64."""
 
 
 def scopes_text(scopes: tuple[str, ...] | frozenset[str]) -> str:
@@ -78,6 +90,10 @@ class KeyRecord:
     """Unix seconds of the last request that presented the key (minute resolution)."""
     scopes: frozenset[str] = frozenset(("read",))
     """What it may do (:data:`KEY_SCOPES`): a write operation needs its scope here."""
+    kind: KeyKind = "secret"
+    package: str | None = None
+    """The one package of its source the key answers for (a public key made with
+    ``--package``: a DRM API's package token), or ``None``: every package of its source."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +216,71 @@ class Ownership(NamedTuple):
     purchased_at: datetime
     txn_id: str
     allowed_for: Scope
+
+
+@dataclass(frozen=True, slots=True)
+class Claimant:
+    """Who a licence is asked for: a buyer (by ``nickname`` or ``account``), a device
+    (``udid``, of ``model`` when given), or a buyer on a device (the store: an account and
+    the device it signed in on).
+
+    The purchases that count are the buyer's: by nickname, else by account, else those of
+    every buyer who registered the device with the package's source. The whitelist counts
+    only when a device is named.
+    """
+
+    nickname: str | None = None
+    account: str | None = None
+    udid: str | None = None
+    model: str | None = None
+
+    @classmethod
+    def device(cls, udid: str, model: str | None = None) -> Claimant:
+        return cls(udid=udid, model=model)
+
+
+@dataclass(frozen=True, slots=True)
+class Licence:
+    """Whether a claimant holds a package, and every reason it does.
+
+    A package is held through a completed purchase (of it or of its whole source), or by a
+    device on the package's whitelist. Gifts will be one more reason here, beside these, read
+    by the same one statement (:mod:`pkgcat.storage.licences`).
+    """
+
+    purchase: Ownership | None = None
+    """The earliest completed purchase that owns it, if any."""
+    whitelisted_at: datetime | None = None
+    """When the device was put on the package's whitelist, if it is there."""
+
+    @property
+    def owned(self) -> bool:
+        return self.purchase is not None or self.whitelisted_at is not None
+
+    @property
+    def since(self) -> datetime | None:
+        """The earliest moment the claimant held the package, whichever way."""
+        moments = [
+            moment
+            for moment in (
+                None if self.purchase is None else self.purchase.purchased_at,
+                self.whitelisted_at,
+            )
+            if moment is not None
+        ]
+        return min(moments, default=None)
+
+
+NOT_OWNED = Licence()
+
+
+@dataclass(frozen=True, slots=True)
+class WhitelistEntry:
+    """A device allowed one package by its seller, whatever it bought (YouRepo's whitelist)."""
+
+    udid: str
+    description: str
+    added_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ envelope; the OpenAPI document and ``docs/api.md`` are checked against
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pkgcat.domain import RateDecision
 
@@ -53,6 +53,12 @@ class Unauthenticated(ApiError):
     code, status, when = 5, 401, "missing, unknown or revoked secret key, or two different keys"
 
 
+class KeyMissing(Unauthenticated):
+    """Code 5 for a request that sends no key at all (YouRepo's table answers it with code 4,
+    "you must be authenticated", apart from an invalid key: a class of its own lets the HTTP
+    edge tell the two apart)."""
+
+
 class QueryKeyRefused(Unauthenticated):
     """Code 5 for a key in the query string where the deployment takes it only in the header.
 
@@ -82,6 +88,12 @@ class ScopeMissing(ApiError):
     )
 
 
+class KeyKindRefused(ScopeMissing):
+    """Code 9 for a live key of a kind the operation does not take: a public key anywhere but
+    the licence checks (Disqus and YouRepo: "you cannot access this resource using your
+    public API key"). Answered before the request is counted, as a refused key is."""
+
+
 class PackageNotFound(ApiError):
     code, status, when = 8, 404, "package not found (or offline and not the caller's)"
 
@@ -97,6 +109,11 @@ class PermissionDenied(ApiError):
     code, status, when = 12, 403, "buyers of a package that is not the caller's"
 
 
+class OutsideKeyPackage(PermissionDenied):
+    """Code 12 for a key made for one package (``pkgcat key create --package``) asked about
+    another: a DRM API's package token answers for its package only."""
+
+
 class RateLimited(ApiError):
     code, status, when = 13, 429, "rate limit exceeded (the request was not counted)"
     application_id: int | None = None
@@ -109,6 +126,24 @@ class RateLimited(ApiError):
         )
         self.decision = decision
         self.application_id = application_id
+
+
+class PublicLimitSpent(RateLimited):
+    """Code 13 for a public key past its allowance, or one of its devices past its own
+    (``PKGCAT_PUBLIC_KEY_LIMIT``, ``PKGCAT_PUBLIC_DEVICE_LIMIT``)."""
+
+    def __init__(
+        self, decision: RateDecision, application_id: int, spent: Literal["key", "device"]
+    ) -> None:
+        whose = "this public key" if spent == "key" else "this device with this key"
+        ApiError.__init__(
+            self,
+            f"rate limit exceeded for {whose}: {decision.limit} checks per window; "
+            f"retry in {decision.reset_after} s",
+        )
+        self.decision = decision
+        self.application_id = application_id
+        self.spent = spent
 
 
 class TooManyFailures(RateLimited):

@@ -40,7 +40,7 @@ import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pkgcat.keys import DISPLAY_PREFIX_LENGTH, KEY_PREFIX
+from pkgcat.keys import DISPLAY_PREFIX_LENGTH, KEY_PREFIX, PUBLIC_PREFIX
 
 if TYPE_CHECKING:
     from pkgcat.config import Settings
@@ -51,14 +51,16 @@ REQUEST_ID: ContextVar[str | None] = ContextVar("pkgcat_request_id", default=Non
 ACCESS_LOGGER = "pkgcat.access"
 
 _REDACTED = "[redacted]"
-_SUSPECTS = ("secret", "authori", "bearer", KEY_PREFIX)
+_SUSPECTS = ("secret", "public_key", "authori", "bearer", KEY_PREFIX, PUBLIC_PREFIX)
 """What a text to redact holds, in lower case: a quick look before the rewrites below
 (a few times faster than one case-insensitive regular expression)."""
 _REWRITES = (
-    # secret_key=..., secret_key%3D..., 'secret_key': '...', "secret_key": "..."
+    # secret_key=..., secret_key%3D..., 'secret_key': '...', "secret_key": "...", and the
+    # same of public_key (a public key is made to be seen, but it is spent by whoever has it)
     (
         re.compile(
-            r"""(secret_key['"]?\s*(?:=|%3d|:)\s*(?:b['"]|['"])?)[^&\s'",;)\]}]+""", re.IGNORECASE
+            r"""((?:secret|public)_key['"]?\s*(?:=|%3d|:)\s*(?:b['"]|['"])?)[^&\s'",;)\]}]+""",
+            re.IGNORECASE,
         ),
         rf"\1{_REDACTED}",
     ),
@@ -73,7 +75,8 @@ _REWRITES = (
     # A key anywhere else: keep its display prefix, which may be shown (keys.display_prefix).
     (
         re.compile(
-            rf"({KEY_PREFIX}[0-9A-Za-z]{{{DISPLAY_PREFIX_LENGTH - len(KEY_PREFIX)}}})[0-9A-Za-z]+"
+            rf"((?:{KEY_PREFIX}|{PUBLIC_PREFIX})[0-9A-Za-z]{{{DISPLAY_PREFIX_LENGTH - len(KEY_PREFIX)}}})"
+            "[0-9A-Za-z]+"
         ),
         rf"\1{_REDACTED}",
     ),
@@ -81,7 +84,8 @@ _REWRITES = (
 
 
 def redact(text: str) -> str:
-    """``text`` without secret keys, ``secret_key`` values and ``Authorization`` values."""
+    """``text`` without keys (secret or public), ``secret_key`` and ``public_key`` values and
+    ``Authorization`` values."""
     lowered = text.lower()
     if not any(suspect in lowered for suspect in _SUSPECTS):
         return text

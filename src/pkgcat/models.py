@@ -516,20 +516,30 @@ class Ownership(TypedDict):
 
     package: Annotated[Text, _text("Identifier, reverse-domain style.")]
     owned: bool
-    since: Annotated[IsoDate | None, Field(description="The earliest owning purchase's date.")]
+    since: Annotated[
+        IsoDate | None,
+        Field(
+            description="When it was first owned: the earliest owning purchase's date, or when "
+            "the device was put on the package's whitelist, whichever came first."
+        ),
+    ]
     purchase: OwningPurchase | None
 
 
 def check_body(check: services.Check, zone: ZoneInfo) -> dict[str, Any]:
-    """An ownership check; the same in both shapes (a purchase date only)."""
-    owned = check.ownership
-    if owned is None:
-        return {"package": check.package, "owned": False, "since": None, "purchase": None}
+    """An ownership check; the same in both shapes (a date only).
+
+    A device on the package's whitelist owns it with no purchase: ``purchase`` is then null
+    (unless it bought it too) and ``since`` the earlier of the two dates."""
+    licence = check.licence
+    since, bought = licence.since, licence.purchase
     return {
         "package": check.package,
-        "owned": True,
-        "since": owned.purchased_at.astimezone(zone).isoformat(),
-        "purchase": {"txn_id": owned.txn_id, "allowed_for": owned.allowed_for},
+        "owned": licence.owned,
+        "since": None if since is None else since.astimezone(zone).isoformat(),
+        "purchase": None
+        if bought is None
+        else {"txn_id": bought.txn_id, "allowed_for": bought.allowed_for},
     }
 
 

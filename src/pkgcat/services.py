@@ -17,9 +17,11 @@ from pkgcat import keys
 from pkgcat.cursors import Cursors, key_position, text_position
 from pkgcat.domain import (
     Caller,
+    Claimant,
+    KeyKind,
     KeyRecord,
     KeyScope,
-    Ownership,
+    Licence,
     Package,
     Purchase,
     RateDecision,
@@ -31,6 +33,9 @@ from pkgcat.domain import (
 )
 from pkgcat.errors import (
     InvalidArgument,
+    KeyKindRefused,
+    KeyMissing,
+    OutsideKeyPackage,
     PackageNotFound,
     PermissionDenied,
     RateLimited,
@@ -57,7 +62,10 @@ BLANK = " \t\n\r\x0b\x0c"
 """What is trimmed from both ends of a package identifier: ASCII white space, and nothing else.
 
 The OpenAPI document states the same set (a package must hold another character)."""
-_REVOKED = "secret_key: unknown or revoked secret key"
+_REVOKED = {
+    "secret": "secret_key: unknown or revoked secret key",
+    "public": "public_key: unknown or revoked public key",
+}
 SALES_DAYS_DEFAULT = 30
 """Days a sales ledger covers when ``start`` is not given (``end`` included)."""
 STATUSES = {"completed": "Completed", "refunded": "Refunded", "chargeback": "Chargeback"}
@@ -210,10 +218,16 @@ class BuyersWalk:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """Whether a buyer owns a package, and through which purchase (``None``: not owned)."""
+    """Whether a buyer or a device holds a package, and every reason it does."""
 
     package: str
-    ownership: Ownership | None
+    licence: Licence
+    udid: str | None = None
+    """The device asked about, when the check named one."""
+
+    @property
+    def owned(self) -> bool:
+        return self.licence.owned
 
 
 class CatalogueService:
@@ -259,10 +273,21 @@ class CatalogueService:
         caller = await self.authenticate(secret_key)
         decision = await self._limiter.hit(caller.application.id)
         if not decision.allowed:
-            # Nothing is committed to learn a change from: a key revoked meanwhile is 401, not 429.
-            if await self._catalogue.latest_generation() != caller.generation:
-                await self._key(caller.key.key_hash)
-            raise RateLimited(decision, caller.application.id)
+            raise await self.refusal(caller, RateLimited(decision, caller.application.id))
+        return await self.count(caller, operation, cutoff), decision
+
+    async def refusal(self, caller: Caller, error: RateLimited) -> RateLimited:
+        """``error`` for a caller its limit refused, unless its key was revoked meanwhile:
+        then :class:`Unauthenticated` is raised, as its next request would get."""
+        # Nothing is committed to learn a change from: a key revoked meanwhile is 401, not 429.
+        if await self._catalogue.latest_generation() != caller.generation:
+            await self._key(caller.key.key_hash, caller.key.kind)
+        return error
+
+    async def count(
+        self, caller: Caller, operation: str = UNNAMED, cutoff: float | None = None
+    ) -> Caller:
+        """``caller`` once its request is counted under ``operation``, durably (see :meth:`admit`)."""
         counted = await self._counter.record(
             caller.application.id,
             caller.today,
@@ -272,13 +297,13 @@ class CatalogueService:
             cutoff,
         )
         if counted.requests == 0:  # the key or its application had gone at the commit
-            raise Unauthenticated(_REVOKED)
+            raise Unauthenticated(_REVOKED[caller.key.kind])
         if counted.generation >= 0 and counted.generation != caller.generation:
             caller = await self._refresh(caller, await self._catalogue.generation())
         # Built field by field: NamedTuple._replace took twice as long, on every request.
         app, record, shape, zone, now, today, generation, _ = caller
         requests = counted.requests
-        return Caller(app, record, shape, zone, now, today, generation, requests), decision
+        return Caller(app, record, shape, zone, now, today, generation, requests)
 
     def retract(self, caller: Caller, operation: str = UNNAMED) -> None:
         """Take back the count :meth:`admit` committed for a request that is answered 503 after all.
@@ -288,13 +313,34 @@ class CatalogueService:
         self._counter.retract(caller.application.id, caller.today, operation)
 
     async def authenticate(self, secret_key: str | None) -> Caller:
-        """The caller a key belongs to; :class:`Unauthenticated` for a missing, unknown or revoked key."""
+        """The caller a secret key belongs to; :class:`Unauthenticated` for a missing, unknown
+        or revoked key, :class:`KeyKindRefused` for a live public key (it may only check
+        devices: :mod:`pkgcat.licences`)."""
         if not secret_key:
-            raise Unauthenticated("secret_key: missing; pass it as ?secret_key= or a Bearer token")
+            raise KeyMissing("secret_key: missing; pass it as ?secret_key= or a Bearer token")
         if not keys.is_well_formed(secret_key):
+            if keys.is_public(secret_key):
+                await self.authenticate_public(secret_key)  # Unauthenticated unless live
+                raise KeyKindRefused(
+                    "secret_key: this is a public key, which may only check a device's "
+                    "licence (package/check with udid); this operation needs a secret key"
+                )
             raise Unauthenticated("secret_key: not a valid secret key")
+        return await self._caller(secret_key, "secret")
+
+    async def authenticate_public(self, public_key: str | None) -> Caller:
+        """The caller a public key belongs to; :class:`Unauthenticated` for a missing, unknown
+        or revoked key (a secret key is no public key: it is admitted as every operation
+        admits it, :meth:`admit`)."""
+        if not public_key:
+            raise KeyMissing("public_key: missing; pass it as ?public_key= or a Bearer token")
+        if not keys.is_public(public_key):
+            raise Unauthenticated("public_key: not a valid public key")
+        return await self._caller(public_key, "public")
+
+    async def _caller(self, key: str, kind: KeyKind) -> Caller:
         generation = await self._catalogue.generation()  # first: caches are checked against it
-        record = await self._key(keys.hash_key(secret_key))
+        record = await self._key(keys.hash_key(key), kind)
         app = record.application
         timezone = app.timezone or self._default_timezone
         now = self._clock()
@@ -309,12 +355,12 @@ class CatalogueService:
             generation,
         )
 
-    async def _key(self, key_hash: str) -> KeyRecord:
+    async def _key(self, key_hash: str, kind: KeyKind = "secret") -> KeyRecord:
         # Looked up by its hash: a timing difference could only tell an attacker about
         # hashes, never about keys; the stored hash is then compared in constant time.
         record = await self._catalogue.find_key(key_hash)
-        if record is None or not keys.same_hash(record.key_hash, key_hash):
-            raise Unauthenticated(_REVOKED)
+        if record is None or not keys.same_hash(record.key_hash, key_hash) or record.kind != kind:
+            raise Unauthenticated(_REVOKED[kind])
         return record
 
     async def _refresh(self, caller: Caller, generation: int) -> Caller:
@@ -435,7 +481,7 @@ class CatalogueService:
         self, caller: Caller, package_id: str, calendar: Sequence[date]
     ) -> DownloadsReport:
         """One of the caller's packages' whole downloads on each of ``calendar``'s days."""
-        package = await self._own_package(caller, package_id, "its downloads")
+        package = await self.own_package(caller, package_id, "its downloads")
         counts = await self._catalogue.downloads(package.package, calendar[0], calendar[-1])
         return DownloadsReport(
             package.package, tuple(UsageDay(day, counts.get(day, 0)) for day in calendar)
@@ -454,8 +500,14 @@ class CatalogueService:
             return _days_until(last, (last - first).days)
         return _days_until(today, days)
 
-    async def _own_package(self, caller: Caller, package_id: str, what: str) -> Package:
-        """One of the caller's own packages: code 8 when unknown (or offline elsewhere), else 12."""
+    async def own_package(self, caller: Caller, package_id: str, what: str) -> Package:
+        """One of the caller's own packages: code 8 when unknown (or offline elsewhere), else 12.
+
+        A key made for one package answers for it alone (code 12 for any other, before any
+        read: such a key learns nothing of other identifiers)."""
+        only = caller.key.package
+        if only is not None and package_id != only:
+            raise OutsideKeyPackage(f"package: this key answers only for {only!r}")
         package = await self.package_details(caller, package_id)
         if package.source.id != caller.application.source_id:
             raise PermissionDenied(
@@ -465,7 +517,7 @@ class CatalogueService:
         return package
 
     async def _paid_own_package(self, caller: Caller, package_id: str) -> Package:
-        package = await self._own_package(caller, package_id, "its buyers")
+        package = await self.own_package(caller, package_id, "its buyers")
         if package.is_free:
             raise InvalidArgument("package", f"{package_id!r} is free: it has no buyers")
         return package
@@ -542,16 +594,20 @@ class CatalogueService:
         model: str | None = None,
     ) -> Check:
         """Whether a buyer, known ``by`` nickname, account or udid (a device, of ``model`` if
-        given), owns a package.
+        given), holds a package of the caller's source.
 
-        Owned: a completed purchase of the package or of its whole source;
-        refunds and chargebacks never count; the earliest such purchase answers.
+        Held: through a completed purchase of the package or of its whole source (the
+        earliest answers; refunds and chargebacks never count), or, for a device, by being
+        on the package's whitelist: one statement, whatever the answer
+        (:mod:`pkgcat.storage.licences`).
         """
-        package = await self._own_package(caller, package_id, "who owns it")
-        owned = await self._catalogue.ownership(
-            caller.application.source_id, package.id, by, value, model
-        )
-        return Check(package.package, owned)
+        package = await self.own_package(caller, package_id, "who owns it")
+        if by == "udid":
+            claimant = Claimant.device(value, model)
+        else:
+            claimant = Claimant(nickname=value) if by == "nickname" else Claimant(account=value)
+        licence = await self._catalogue.licence(package.source.id, package.id, claimant)
+        return Check(package.package, licence, value if by == "udid" else None)
 
     def sales_days(self, caller: Caller, start: date | None, end: date | None) -> tuple[date, date]:
         """The days a sales ledger covers: ``start`` to ``end``, by default the last 30 days."""
@@ -592,7 +648,7 @@ class CatalogueService:
             else None
         )
         if package_id is not None:
-            package_row_id = (await self._own_package(caller, package_id, "its sales")).id
+            package_row_id = (await self.own_package(caller, package_id, "its sales")).id
         first = int(_midnight(first_day, caller.timezone))
         stop = int(_midnight(last_day + timedelta(days=1), caller.timezone))
         found = await self._catalogue.sales(

@@ -169,3 +169,27 @@ def test_invalid_combinations_are_code_2_naming_the_parameter(
 ) -> None:
     message = refused(api, 400, 2, **({"package": "com.alpha.paid"} | params))
     assert message.startswith(f"{name}: "), message
+
+
+def test_a_device_on_the_packages_whitelist_owns_it_without_a_purchase(
+    admin: CatalogueAdmin, api: Api, buyers: None, clock: Clock
+) -> None:
+    from pkgcat.storage.writes import whitelist
+
+    before = answer(api, package="com.alpha.paid", udid="UDID-TESTER")
+    assert not before["owned"]
+    when = clock.now - timedelta(days=1)
+    whitelist.add(admin.engine, 1, [("UDID-TESTER", "beta"), ("UDID-ADA-1", "")], f.ts(when))
+    # The rendered answer kept for the catalogue's generation is not served again.
+    assert answer(api, package="com.alpha.paid", udid="UDID-TESTER") == {
+        "package": "com.alpha.paid",
+        "owned": True,
+        "since": "2024-03-30T12:00:00+00:00",
+        "purchase": None,
+    }
+    # Bought and whitelisted: the purchase is named, and since is the earlier date.
+    both = answer(api, package="com.alpha.paid", udid="UDID-ADA-1")
+    assert both["purchase"] == {"txn_id": "ADA-1", "allowed_for": "package"}
+    assert both["since"] == "2024-03-23T12:00:00+00:00"
+    # By buyer, the whitelist says nothing: it names devices.
+    assert not answer(api, package="com.alpha.paid", nickname="nobody")["owned"]

@@ -61,18 +61,18 @@ def test_a_completion_replayed_ten_times_changes_the_ledger_once(engine: Engine)
             applied.append(store.complete_payment(db, "pay_1", "txn_1", NOW + 5))
     assert applied == [True] + [False] * 9
     assert _completed(engine, "replay@example.test") == 1
-    assert store.owned_packages(engine, buyer) == ["com.alpha.paid"]
+    assert store.owned_packages(engine, buyer, "udid1") == ["com.alpha.paid"]
 
 
 def test_a_failed_or_open_payment_owns_nothing_and_cannot_complete_later(engine: Engine) -> None:
     buyer = _buyer(engine, "failed@example.test")
     store.start_payment(engine, "pay_open", _purchase(buyer, "failed@example.test", 1))
-    assert store.owned_packages(engine, buyer) == []  # open: nothing owned yet
+    assert store.owned_packages(engine, buyer, "udid1") == []  # open: nothing owned yet
     store.fail_payment(engine, "pay_open")
     with engine.begin() as db:
         assert store.complete_payment(db, "pay_open", "txn_late", NOW + 5) is False
     assert _completed(engine, "failed@example.test") == 0
-    assert store.owned_packages(engine, buyer) == []
+    assert store.owned_packages(engine, buyer, "udid1") == []
 
 
 def test_a_whole_source_purchase_unlocks_every_package_of_the_source(engine: Engine) -> None:
@@ -80,7 +80,7 @@ def test_a_whole_source_purchase_unlocks_every_package_of_the_source(engine: Eng
     store.start_payment(engine, "pay_src", _purchase(buyer, "source@example.test", None))
     with engine.begin() as db:
         assert store.complete_payment(db, "pay_src", "txn_src", NOW + 5)
-    owned = store.owned_packages(engine, buyer)
+    owned = store.owned_packages(engine, buyer, "udid1")
     assert owned == ["com.alpha.free", "com.alpha.offline", "com.alpha.other", "com.alpha.paid"]
     assert "com.beta.paid" not in owned
 
@@ -113,10 +113,10 @@ def test_a_platform_completes_fails_and_refunds_only_what_is_its_own(engine: Eng
         assert (
             store.complete_payment(db, "test_pay", "txn_own", NOW + 5, platform="stripe") is False
         )
-    assert store.owned_packages(engine, buyer) == []
+    assert store.owned_packages(engine, buyer, "udid1") == []
     with engine.begin() as db:
         assert store.complete_payment(db, "test_pay", "txn_own", NOW + 5, platform="test")
     with engine.begin() as db:
         assert store.record_refund(db, "stripe", "txn_own", "Refunded") is False
         assert store.record_refund(db, "test", "txn_own", "Refunded") is True
-    assert store.owned_packages(engine, buyer) == []
+    assert store.owned_packages(engine, buyer, "udid1") == []

@@ -20,6 +20,7 @@ from pkgcat.storage.postgres.connection import PostgresDatabase
 
 # A fixed key of the real form: pytest-xdist needs the same test ids in every worker.
 KEY = "pkc_" + "Q7dLw2XbRt9MvK4pN8sHc3YfJ6gTz5Ae1UoBiW0r"
+PUBLIC = "pkp_" + "Q7dLw2XbRt9MvK4pN8sHc3YfJ6gTz5Ae1UoBiW0r"
 assert is_well_formed(KEY)
 """A key of the right form; only its display prefix may ever be logged."""
 
@@ -160,6 +161,8 @@ def test_keys_and_authorization_never_reach_a_line(capsys: pytest.CaptureFixture
         ("(b'authorization', b'Basic eHk=')", "(b'authorization', b'[redacted]')"),
         ("token was bearer abc", "token was bearer [redacted]"),
         (f"key {KEY} refused", f"key {KEY[:12]}[redacted] refused"),
+        (f"key {PUBLIC} refused", f"key {PUBLIC[:12]}[redacted] refused"),
+        (f"?udid=x&public_key={PUBLIC}", "?udid=x&public_key=[redacted]"),
         ("application 3 over its limit", "application 3 over its limit"),
     ],
 )

@@ -251,3 +251,39 @@ def test_0011_keeps_ids_that_differ_only_in_case_and_the_check_lists_them(
         (1, "com.alpha.tweak"),
         (2, "com.alone"),
     ]
+
+
+def test_0019_keeps_existing_keys_secret_and_whitelist_changes_move_the_generation(
+    empty_url: str,
+) -> None:
+    command.upgrade(alembic_config(empty_url), "0018")
+    execute(
+        empty_url,
+        "INSERT INTO sources (id, name, url, created_at) VALUES (1, 's', 'u', 0)",
+        "INSERT INTO applications (id, source_id, name, created_at) VALUES (1, 1, 'a', 0)",
+        "INSERT INTO secret_keys (application_id, key_hash, prefix, created_at)"
+        " VALUES (1, 'h', 'pkc_abcdefgh', 0)",
+        INSERT_PACKAGE.replace("?", "1, 'com.a', 1"),
+    )
+    upgrade(empty_url)
+    assert rows(empty_url, "SELECT kind, package FROM secret_keys") == [("secret", None)]
+    steps = [
+        "INSERT INTO package_whitelist (package_id, udid, description, added_at)"
+        " VALUES (1, 'abc', 'a tester', 0)",
+        "UPDATE package_whitelist SET description = 'the tester'",
+        "DELETE FROM package_whitelist",
+    ]
+    for step in steps:
+        before = generation(empty_url)
+        execute(empty_url, step)
+        assert generation(empty_url) > before, step
+    command.downgrade(alembic_config(empty_url), "0018")
+    assert "package_whitelist" not in tables(empty_url)
+    # The keys' triggers of 0003 are still there: a new key moves the generation.
+    before = generation(empty_url)
+    execute(
+        empty_url,
+        "INSERT INTO secret_keys (application_id, key_hash, prefix, created_at)"
+        " VALUES (1, 'h2', 'pkc_ijklmnop', 0)",
+    )
+    assert generation(empty_url) > before

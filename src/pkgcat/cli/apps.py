@@ -21,14 +21,17 @@ def show_key(issued: IssuedKey, as_json: bool) -> None:
     """Print a new key once: it is never shown again."""
     settings = load_settings()
     app_ = issued.application
-    record = {
+    public = issued.kind == "public"
+    record: dict[str, object] = {
         "name": app_.name,
         "source": issued.source.name,
         "shape": app_.shape or settings.shape,
         "timezone": app_.timezone or settings.timezone,
-        "secret_key": issued.secret_key,
-        "scopes": issued.scopes.split(),
     }
+    if public:
+        record |= {"public_key": issued.secret_key, "kind": "public", "package": issued.package}
+    else:
+        record |= {"secret_key": issued.secret_key, "scopes": issued.scopes.split()}
     if as_json:
         print_json(record)
         return
@@ -39,6 +42,13 @@ def show_key(issued: IssuedKey, as_json: bool) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    if public:
+        answers = "every package of the source" if issued.package is None else issued.package
+        stdout.print(
+            f"checks licences only, for {answers}", markup=False, highlight=False, soft_wrap=True
+        )
+        stdout.print(f"public key (shown once): [bold]{issued.secret_key}[/]", soft_wrap=True)
+        return
     stdout.print(f"scopes: {issued.scopes}", markup=False, highlight=False, soft_wrap=True)
     stdout.print(
         f"secret key (shown once, store it now): [bold]{issued.secret_key}[/]", soft_wrap=True

@@ -1,4 +1,4 @@
-"""``pkgcat key``: secret keys (stored as hashes; a key is shown once)."""
+"""``pkgcat key``: secret and public keys (stored as hashes; a key is shown once)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pkgcat.domain import KEY_SCOPES
 
 app = group("key")
 
-PREFIX_HELP = "The key's display prefix, e.g. pkc_AbCd1234."
+PREFIX_HELP = "The key's display prefix, e.g. pkc_AbCd1234 (or pkp_... for a public key)."
 
 
 def _say(line: str) -> None:
@@ -33,11 +33,34 @@ def create(
             f"{', '.join(s for s in KEY_SCOPES if s != 'read')}. Without it the key only reads.",
         ),
     ] = None,
+    public: Annotated[
+        bool,
+        typer.Option(
+            "--public",
+            help="A public key (pkp_...), to ship inside a tweak: it may only check whether a "
+            "device owns a package of the source, within its own rate limits.",
+        ),
+    ] = False,
+    package: Annotated[
+        str | None,
+        typer.Option(
+            "--package",
+            help="With --public: the one package of the source the key answers for (a DRM "
+            "API's package token).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Add a key to an application (for rotation, or to grant writes) and print it, once."""
+    """Add a key to an application (for rotation, to grant writes, or a public key for a
+    tweak) and print it, once."""
     with admin() as handle:
-        issued = handle.create_key(source, application, tuple(scope or ()))
+        issued = handle.create_key(
+            source,
+            application,
+            tuple(scope or ()),
+            kind="public" if public else "secret",
+            package=package,
+        )
     show_key(issued, as_json)
 
 
@@ -57,6 +80,8 @@ def list_keys(
             "last_used_at": when(r.last_used_at) or None,
             "revoked_at": when(r.revoked_at) or None,
             "scopes": r.scopes,
+            "kind": r.kind,
+            "package": r.package,
         }
         for r in rows
     ]
@@ -69,6 +94,8 @@ def list_keys(
             Column("last_used_at", "last used (UTC)", "time"),
             Column("revoked_at", "revoked (UTC)", "time"),
             Column("scopes", kind="identifier"),
+            Column("kind", kind="identifier"),
+            Column("package", kind="identifier"),
         ],
         records,
         as_json,
@@ -77,7 +104,7 @@ def list_keys(
 
 @app.command("revoke")
 def revoke(prefix: Annotated[str, typer.Argument(help=PREFIX_HELP)]) -> None:
-    """Revoke a key: requests with it get code 5 from then on.
+    """Revoke a key (secret or public): requests with it get code 5 from then on.
 
     Revoking a key that is revoked already changes nothing, says so, and exits 0.
     """

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 from pkgcat import keys
-from pkgcat.domain import Application, Shape, Source, scopes_text
+from pkgcat.domain import Application, KeyKind, Shape, Source, scopes_text
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import engine_for, write_transaction
 from pkgcat.storage.writes import removal, sources
@@ -49,10 +49,14 @@ class IssuedKey:
     """A key just created: the only moment the plain key exists."""
 
     secret_key: str
+    """The key itself, of either kind (``pkc_`` secret, ``pkp_`` public)."""
     prefix: str
     application: Application
     source: Source
     scopes: str = "read"
+    kind: KeyKind = "secret"
+    package: str | None = None
+    """The one package a public key answers for, or ``None``: the whole source."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,8 @@ class KeyInfo:
     revoked_at: int | None
     scopes: str
     """Space-separated, as stored: ``read``, ``read publish``."""
+    kind: KeyKind = "secret"
+    package: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,18 +231,46 @@ class CatalogueAdmin:
             )
             return self._issue(db, app, src)
 
-    def create_key(self, source: str, application: str, scopes: tuple[str, ...] = ()) -> IssuedKey:
+    def create_key(
+        self,
+        source: str,
+        application: str,
+        scopes: tuple[str, ...] = (),
+        *,
+        kind: KeyKind = "secret",
+        package: str | None = None,
+    ) -> IssuedKey:
         """Another key for an existing application (keys can be rotated without downtime).
 
-        ``scopes`` beyond ``read`` (which every key holds) grant writes, ``publish`` uploads.
+        ``scopes`` beyond ``read`` (which every secret key holds) grant writes, ``publish``
+        uploads. A ``public`` key only checks devices' licences: it takes no scope, and may be
+        made for one ``package`` of the source (a DRM API's package token).
         """
+        if kind == "public" and scopes:
+            raise AdminError("a public key only checks licences: it takes no --scope")
+        if kind == "secret" and package is not None:
+            raise AdminError(
+                "only a public key is made for one package (--public --package): a secret "
+                "key's other operations (sales, usage, uploads) span its whole source"
+            )
         try:
-            stored = scopes_text(scopes)
+            stored = scopes_text(scopes) if kind == "secret" else "read"
         except ValueError as error:
             raise AdminError(str(error)) from None
         with write_transaction(self.engine) as db:
             src = self._source_named(db, source)
-            return self._issue(db, self._application_named(db, src, application), src, stored)
+            app = self._application_named(db, src, application)
+            if package is not None:
+                self._package_of(db, src, package)
+            return self._issue(db, app, src, stored, kind=kind, package=package)
+
+    def _package_of(self, db: Connection, src: Source, package: str) -> None:
+        """:class:`AdminError` unless ``package`` is a package of ``src`` (online or not)."""
+        found = db.execute(
+            select(t.packages.c.source_id).where(t.packages.c.package == package)
+        ).first()
+        if found is None or found.source_id != src.id:
+            raise AdminError(f"source {src.name!r} has no package {package!r}")
 
     def find_application(self, source: str, application: str) -> Application:
         """The application ``application`` of ``source``; :class:`AdminError` naming what is missing."""
@@ -282,9 +316,16 @@ class CatalogueAdmin:
             )
 
     def _issue(
-        self, db: Connection, app: Application, src: Source, scopes: str = "read"
+        self,
+        db: Connection,
+        app: Application,
+        src: Source,
+        scopes: str = "read",
+        *,
+        kind: KeyKind = "secret",
+        package: str | None = None,
     ) -> IssuedKey:
-        secret = keys.new_key()
+        secret = keys.new_key(kind)
         prefix = keys.display_prefix(secret)
         db.execute(
             insert(t.secret_keys).values(
@@ -293,10 +334,18 @@ class CatalogueAdmin:
                 prefix=prefix,
                 created_at=_now(),
                 scopes=scopes,
+                kind=kind,
+                package=package,
             )
         )
         return IssuedKey(
-            secret_key=secret, prefix=prefix, application=app, source=src, scopes=scopes
+            secret_key=secret,
+            prefix=prefix,
+            application=app,
+            source=src,
+            scopes=scopes,
+            kind=kind,
+            package=package,
         )
 
     def revoke_key(self, prefix: str) -> Revocation:
@@ -371,6 +420,8 @@ class CatalogueAdmin:
                 t.secret_keys.c.last_used_at,
                 t.secret_keys.c.revoked_at,
                 t.secret_keys.c.scopes,
+                t.secret_keys.c.kind,
+                t.secret_keys.c.package,
             )
             .join(t.applications, t.applications.c.id == t.secret_keys.c.application_id)
             .join(t.sources, t.sources.c.id == t.applications.c.source_id)

@@ -35,6 +35,8 @@ from pkgcat.storage.interfaces import (
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from pkgcat.storage.public_limits import PublicLimits
+
 
 class WatchedCounter(UsageCounter, Protocol):
     """A usage counter that tells ``/metrics`` how its group commit is doing."""
@@ -192,6 +194,18 @@ def open_code_limiter(settings: Settings) -> FailureLimiter:
     """Where the store's sign-in codes sent are counted (per address and per email)."""
     return _allowance(
         settings, settings.store_code_limit, "store-codes", "limits on store sign-in codes"
+    )
+
+
+def open_public_limits(settings: Settings) -> PublicLimits:
+    """The public keys' allowances (per key, per device), in Redis when the rate limit is."""
+    from pkgcat.storage.public_limits import PublicLimits
+
+    return PublicLimits(
+        settings.public_key_limit,
+        settings.public_device_limit,
+        redis_url=settings.shared_limit_url,
+        namespace=settings.rate_limit_namespace,
     )
 
 

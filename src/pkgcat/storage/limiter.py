@@ -74,6 +74,17 @@ class WindowLimiter:
             self._whole_window,
         )
 
+    def spent(self, key: int | str) -> RateDecision | None:
+        """The refusal ``key``'s next hit would get, or ``None`` while its window has room:
+        a look that spends nothing and opens no window (public keys' devices, which are
+        looked at before their key is spent: :mod:`pkgcat.storage.public_limits`)."""
+        now = self._clock()
+        window = self._windows.get(key)
+        if window is None or now >= window[0] or window[1] < self._amount:
+            return None
+        left = max(1, min(self._whole_window, math.ceil(window[0] - now)))
+        return RateDecision(False, self._amount, 0, left, self._whole_window)
+
     def _prune(self, now: float) -> None:
         self._windows = {app: w for app, w in self._windows.items() if now < w[0]}
 

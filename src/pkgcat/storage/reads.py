@@ -20,8 +20,8 @@ from datetime import date
 from decimal import Decimal
 from functools import lru_cache
 
-from pkgcat.domain import KeyRecord, Ownership, Package, Sale, SalesTotal
-from pkgcat.storage import rows
+from pkgcat.domain import Claimant, KeyRecord, Licence, Package, Sale, SalesTotal, WhitelistEntry
+from pkgcat.storage import licences, rows
 from pkgcat.storage.interfaces import BuyerKey, BuyersHint, BuyersSlice, Executor, Row
 
 Statement = tuple[str, tuple[object, ...]]
@@ -55,45 +55,6 @@ def source_packages(
     sql = _packages_sql(after is not None, paid, online, collate)
     parameters: tuple[object, ...] = (source_id,) if after is None else (source_id, after)
     return sql, (*parameters, limit)
-
-
-BUYER_KEYS = ("nickname", "account", "udid")
-"""What a buyer of an ownership check is known by."""
-_OWNED = """
-SELECT purchased_at, txn_id, allowed_for FROM purchases
-WHERE source_id = ? AND status = 'Completed' AND (package_id = ? OR allowed_for = 'source')
-  AND {who}
-ORDER BY purchased_at ASC, txn_id ASC LIMIT 1
-"""
-_WHO = {
-    "nickname": "nickname = ?",
-    "account": "account = ?",
-    "udid": "nickname IN (SELECT nickname FROM buyer_devices WHERE source_id = ? AND udid = ?)",
-    "udid+model": (
-        "nickname IN (SELECT nickname FROM buyer_devices"
-        " WHERE source_id = ? AND udid = ? AND device_model = ?)"
-    ),
-}
-OWNED = {who: _OWNED.format(who=clause) for who, clause in _WHO.items()}
-
-
-def ownership(
-    source_id: int, package_row_id: int, by: str, value: str, model: str | None
-) -> Statement:
-    """The earliest completed purchase by which a buyer owns a package (one indexed read)."""
-    if by != "udid":
-        return OWNED[by], (
-            source_id,
-            package_row_id,
-            value,
-        )  # KeyError unless BUYER_KEYS
-    if model is None:
-        return OWNED["udid"], (source_id, package_row_id, source_id, value)
-    return OWNED["udid+model"], (source_id, package_row_id, source_id, value, model)
-
-
-def owned(row: Row) -> Ownership:
-    return Ownership(rows.utc(row["purchased_at"]), row["txn_id"], row["allowed_for"])
 
 
 _PACKAGE_OF = "(SELECT package FROM packages WHERE packages.id = purchases.package_id)"
@@ -311,16 +272,27 @@ class Catalogue:
         sql, parameters = source_packages(source_id, limit, after, paid, online, self._run.collate)
         return [rows.package(row) for row in await self._run.rows(sql, parameters)]
 
-    async def ownership(
-        self, source_id: int, package_row_id: int, by: str, value: str, model: str | None = None
-    ) -> Ownership | None:
-        """The earliest completed purchase of the package or of its whole source by a buyer.
+    async def licence(self, source_id: int, package_row_id: int, claimant: Claimant) -> Licence:
+        """Whether ``claimant`` holds the package, with every reason: one statement, whatever
+        the answer (:mod:`pkgcat.storage.licences`)."""
+        return licences.licence(
+            await self._run.rows(*licences.statement(source_id, package_row_id, claimant))
+        )
 
-        ``by`` is ``nickname``, ``account`` or ``udid`` (a device a buyer
-        registered with this source, with ``model`` if given). One indexed read.
-        """
-        row = await self._run.row(*ownership(source_id, package_row_id, by, value, model))
-        return None if row is None else owned(row)
+    async def whitelist(
+        self, package_row_id: int, limit: int, offset: int
+    ) -> tuple[int, list[WhitelistEntry]]:
+        """How many devices are on a package's whitelist, and one page of them by udid, from
+        one snapshot (so the two agree)."""
+        async with self._run.snapshot() as run:
+            counted = await run.row(licences.WHITELIST_COUNT, (package_row_id,))
+            assert counted is not None  # an aggregate: always one row
+            total = int(counted["total"])
+            if offset >= total:
+                return total, []
+            page = licences.whitelist_page(package_row_id, limit, offset, self._run.collate)
+            found = await run.rows(*page)
+        return total, [licences.entry(row) for row in found]
 
     async def sales(
         self,

@@ -21,8 +21,8 @@ from pkgcat.domain import Application, KeyRecord, Package, Purchase, Source
 from pkgcat.storage.interfaces import BuyerKey, Row
 
 FIND_KEY = """
-SELECT k.id AS key_id, k.key_hash, k.last_used_at, k.scopes, a.id AS application_id, a.source_id,
-       a.name, a.shape, a.timezone
+SELECT k.id AS key_id, k.key_hash, k.last_used_at, k.scopes, k.kind, k.package,
+       a.id AS application_id, a.source_id, a.name, a.shape, a.timezone
 FROM secret_keys AS k JOIN applications AS a ON a.id = k.application_id
 WHERE k.key_hash = ? AND k.revoked_at IS NULL
 """
@@ -223,6 +223,8 @@ def key_record(row: Row) -> KeyRecord:
         last_used_at=row["last_used_at"],
         application=application,
         scopes=frozenset(row["scopes"].split()),
+        kind=row["kind"],
+        package=row["package"],
     )
 
 

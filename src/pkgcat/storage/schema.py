@@ -157,6 +157,10 @@ secret_keys = Table(
     Column("revoked_at", BigInteger, nullable=True),
     # What the key may do, space-separated (migration 0007): every key reads; see domain.SCOPES.
     Column("scopes", Text, nullable=False, server_default=text("'read'")),
+    # Its kind, secret or public (migration 0019): see domain.KeyKind and keys.py.
+    Column("kind", String(8), nullable=False, server_default=text("'secret'")),
+    # The one package (its identifier) a public key answers for; NULL: its whole source.
+    Column("package", String(255), nullable=True),
 )
 
 purchases = Table(
@@ -253,6 +257,17 @@ buyer_devices = Table(
     UniqueConstraint("source_id", "udid", "nickname", name="uq_buyer_devices_key"),
 )
 """The devices buyers registered in the operator's purchases (one buyer may have several)."""
+
+package_whitelist = Table(
+    "package_whitelist",
+    metadata,
+    Column("package_id", Integer, ForeignKey("packages.id"), primary_key=True),
+    Column("udid", String(64), primary_key=True),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("added_at", BigInteger, nullable=False),
+)
+"""The devices a seller allows one package whatever they bought (migration 0019): the primary
+key serves both a licence's lookup and the list's pages; changes move the generation."""
 
 api_secrets = Table(
     "api_secrets",

@@ -28,14 +28,14 @@ from sqlalchemy import (
     delete,
     insert,
     literal,
-    or_,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 
+from pkgcat.domain import Claimant
 from pkgcat.money import amounts
-from pkgcat.storage import ledger
+from pkgcat.storage import ledger, licences
 from pkgcat.storage import money as terms_of
 from pkgcat.storage import schema as t
 from pkgcat.storage.writes import outbox
@@ -266,33 +266,19 @@ def for_sale(engine: Engine, package: str) -> ForSale | None:
     )
 
 
-def _owning(buyer_id: int) -> ColumnElement[bool]:
-    u, p = t.purchases, t.packages
-    return and_(
-        u.c.account == account_of(buyer_id),
-        u.c.status == COMPLETED,
-        u.c.source_id == p.c.source_id,
-        or_(u.c.package_id == p.c.id, u.c.allowed_for == "source"),
-    )
-
-
-def owned_packages(engine: Engine, buyer_id: int) -> list[str]:
-    """The packages a buyer owns: bought one by one, or through a whole source."""
-    p, u = t.packages, t.purchases
-    query = (
-        select(p.c.package)
-        .where(select(u.c.id).where(_owning(buyer_id)).exists())
-        .order_by(p.c.package)
-    )
+def owned_packages(engine: Engine, buyer_id: int, udid: str) -> list[str]:
+    """The packages a buyer holds on a device: bought one by one or through a whole source,
+    or whitelisted for the device (:data:`pkgcat.storage.licences.HELD_BY_ACCOUNT`)."""
     with engine.connect() as db:
-        return list(db.execute(query).scalars())
+        found = licences.run(db, licences.HELD_BY_ACCOUNT, (account_of(buyer_id), udid))
+    return [row["package"] for row in found]
 
 
-def owns(engine: Engine, buyer_id: int, package_id: int) -> bool:
-    p, u = t.packages, t.purchases
-    query = select(u.c.id).where(p.c.id == package_id, _owning(buyer_id)).limit(1)
+def owns(engine: Engine, buyer_id: int, udid: str, package: ForSale) -> bool:
+    """Whether a buyer on a device holds ``package``: the licence check's one question."""
+    claimant = Claimant(account=account_of(buyer_id), udid=udid)
     with engine.connect() as db:
-        return db.execute(query).first() is not None
+        return licences.held(db, package.source_id, package.id, claimant).owned
 
 
 def start_payment(
@@ -559,24 +545,17 @@ def record_purchase(
 
 
 def device_owns(engine: Engine, udid: str, machine: str, package: str) -> bool:
-    """Whether a Completed purchase of ``package`` (or of its whole source) names this device.
+    """Whether a device holds ``package``: bought by a buyer who registered it with the
+    package's source, or on the package's whitelist (the licence check's one question).
 
     Cydia's gate (``PKGCAT_STORE_CYDIA_GATE``): the device's ``X-Unique-ID`` and
-    ``X-Machine`` headers against the purchases' ``udid`` and ``device_model``
-    (a purchase that records no model matches any). Forgeable: the client says them.
+    ``X-Machine`` headers, as a udid and its model (a registration that records no model
+    matches any). Forgeable: the client says them.
     """
-    p, u = t.packages, t.purchases
-    query = (
-        select(u.c.id)
-        .join(p, p.c.source_id == u.c.source_id)
-        .where(
-            p.c.package == package,
-            u.c.udid == udid,
-            u.c.status == COMPLETED,
-            or_(u.c.device_model.is_(None), u.c.device_model == machine),
-            or_(u.c.package_id == p.c.id, u.c.allowed_for == "source"),
-        )
-        .limit(1)
-    )
+    p = t.packages
     with engine.connect() as db:
-        return db.execute(query).first() is not None
+        found = db.execute(select(p.c.id, p.c.source_id).where(p.c.package == package)).first()
+        if found is None:
+            return False
+        claimant = Claimant.device(udid, machine)
+        return licences.held(db, found.source_id, found.id, claimant).owned

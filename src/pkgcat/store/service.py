@@ -29,6 +29,7 @@ import anyio
 from sqlalchemy import Engine
 
 from pkgcat.config import Settings
+from pkgcat.domain import UDID
 from pkgcat.money.schedule import Schedule
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.keys import NoPassphrase
@@ -41,7 +42,6 @@ from pkgcat.store.platforms import money_platform_for, platform_for
 from pkgcat.versions import Preference
 
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s.]{2,63}")
-UDID = re.compile(r"[0-9A-Za-z-]{1,64}")
 CODE = re.compile(r"[0-9]{6}")
 DARWIN = re.compile(r"\bDarwin/(\d{1,3})\.")
 """The kernel's release in a client's User-Agent, as Sileo writes it (``Darwin/20.6.0``)."""
@@ -216,7 +216,7 @@ class Store:
 
     async def user_info(self, token: str | None, where: Device) -> dict[str, object]:
         buyer = await self.buyer(token, where)
-        items = await self._run(db.owned_packages, buyer.buyer_id)
+        items = await self._run(db.owned_packages, buyer.buyer_id, where.udid)
         return {"items": items, "user": {"name": buyer.email, "email": buyer.email}}
 
     async def sign_out(self, token: str | None, where: Device | None) -> dict[str, object]:
@@ -245,7 +245,7 @@ class Store:
             if where is None:
                 raise StoreError("udid is missing or malformed")
             buyer = await self.buyer(token, where)
-            purchased = await self._run(db.owns, buyer.buyer_id, found.id)
+            purchased = await self._run(db.owns, buyer.buyer_id, where.udid, found)
         if found.price is None:
             # Tagged commercial with no price yet: paid, but not sold until it has one.
             shown, priced = "not priced yet", False
@@ -273,7 +273,7 @@ class Store:
         if secret and not secrets.compare_digest(digest(secret), buyer.secret_hash):
             raise StoreError("the payment secret does not match this sign-in", 401, invalidate=True)
         found = await self._for_sale(package)
-        if await self._run(db.owns, buyer.buyer_id, found.id):
+        if await self._run(db.owns, buyer.buyer_id, where.udid, found):
             return {"status": 0}
         if self._platform is None or found.price is None or Decimal(found.price) == 0:
             raise StoreError(f"{package} is not for sale here")
@@ -347,7 +347,7 @@ class Store:
         path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
         if not entry.paid:
             return {"url": self._downloads_base + path}
-        if not await self._run(db.owns, buyer.buyer_id, found.id):
+        if not await self._run(db.owns, buyer.buyer_id, where.udid, found):
             raise StoreError(f"{package} is not bought by this account", 403)
         try:
             signed = await self._served.download_url(path)

@@ -5,6 +5,7 @@ What depends on what (:mod:`pkgcat.storage.schema`)::
     source ── applications ── secret keys
            │               └─ usage days (and their split by operation)
            ├─ packages ──────── purchases of them
+           │                  └─ devices on their whitelists
            ├─ purchases of the source itself
            ├─ the store's payments for the source or its packages
            ├─ its ledger, holds, payouts (and the entries each paid) and refunds (with cascade)
@@ -56,6 +57,7 @@ _NOUNS = {
     "packages": ("package", "packages"),
     "purchases": ("purchase", "purchases"),
     "buyer_devices": ("registered device", "registered devices"),
+    "whitelist": ("whitelisted device", "whitelisted devices"),
     "store_payments": ("store payment", "store payments"),
     "package_records": ("imported package record", "imported package records"),
     "deb_files": ("published file", "published files"),
@@ -108,6 +110,7 @@ def _source_payments(source_id: int) -> ColumnElement[bool]:
 def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
     """Each kind of dependant of a source, in an order that deletes children first."""
     apps = _apps_of(source_id)
+    packages = select(t.packages.c.id).where(t.packages.c.source_id == source_id)
     endpoints = select(t.webhook_endpoints.c.id).where(t.webhook_endpoints.c.source_id == source_id)
     entries = select(t.ledger_entries.c.seq).where(t.ledger_entries.c.source_id == source_id)
     return [
@@ -133,6 +136,7 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
         ("purchases", t.purchases, _source_purchases(source_id)),
         ("store_payments", t.store_payments, _source_payments(source_id)),
         ("buyer_devices", t.buyer_devices, t.buyer_devices.c.source_id == source_id),
+        ("whitelist", t.package_whitelist, t.package_whitelist.c.package_id.in_(packages)),
         ("packages", t.packages, t.packages.c.source_id == source_id),
         ("package_records", t.package_records, t.package_records.c.source_id == source_id),
         # Their rows only: the blobs stay in the store (content-addressed, harmless).
@@ -165,7 +169,7 @@ def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElem
 # with the usage days it splits, and is not named apart.
 _SOURCE_ORDER = (
     "applications", "keys", "usage_days", "packages", "purchases", "store_payments",
-    "buyer_devices", "package_records", "deb_files", "webhooks",
+    "buyer_devices", "whitelist", "package_records", "deb_files", "webhooks",
 )  # fmt: skip
 _APPLICATION_ORDER = ("keys", "usage_days", "webhooks")
 _SETTINGS = ("idempotency_records", "payout_thresholds", "source_money")
