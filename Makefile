@@ -62,11 +62,11 @@ run: bytecode $(STAMP) ## seed the demo (catalogue, signed repository, test-mode
 # assertions) one at a time, adding to the same coverage data, whose floor the second run checks.
 TEST_WORKERS ?= 2
 test: bytecode $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite (on PostgreSQL and Redis when they answer)
-	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" --cov-report= --cov-fail-under=0 --durations=25
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not alone" --cov-report= --cov-fail-under=0 --durations=25
 	$(BIN)/pytest -m alone --cov-append
 
 test-fast: bytecode $(STAMP) ## the inner loop: no slow, soak, browser or generated-client tests, no coverage
-	$(BIN)/pytest -n $(TEST_WORKERS) --no-cov -q -m "not slow and not soak and not browser and not generated_client"
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --no-cov -q -m "not slow and not soak and not browser and not generated_client"
 
 lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict
 	$(BIN)/ruff check .
