@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, select, text
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -25,6 +25,7 @@ from pkgcat.app import create_app
 from pkgcat.cli import app as cli
 from pkgcat.config import Settings
 from pkgcat.http.openapi import openapi_document
+from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import upgrade
@@ -34,6 +35,8 @@ from tests.seaweed import S3Server, seaweedfs
 from tests.servers import logging_kept
 
 OPENAPI = openapi_document()
+REPOSITORY_PASSPHRASE = "a test passphrase of some length"
+"""What seals the repository's keys in the tests' settings (tests/repository/conftest.py)."""
 
 pytest_plugins = ("tests.hostile",)  # the hostile servers' fixture, for every test directory
 
@@ -347,6 +350,49 @@ def _logging_left_as_found() -> Iterator[None]:
     """A command run in-process sets up the process's logging: undo it after each test."""
     with logging_kept():
         yield
+
+
+@pytest.fixture(scope="session")
+def made_signing_key(
+    tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path
+) -> dict[str, Any]:
+    """One signing key made by `pkgcat repo key create` for the process, sealed with
+    :data:`REPOSITORY_PASSPHRASE`: its stored row.
+
+    Making a key costs a test some 60 ms of CPU (sealing it is a deliberately slow password
+    encryption); the tests that only need the repository signed share this one, each in its
+    own database (:func:`signing_key`). tests/repository/test_keys.py makes its own.
+    """
+    path = tmp_path_factory.mktemp("signing-key") / "pkgcat.db"
+    shutil.copyfile(migrated_sqlite, path)
+    env = {
+        "PKGCAT_DATABASE_URL": f"sqlite:///{path}",
+        "PKGCAT_REPOSITORY_PASSPHRASE": REPOSITORY_PASSPHRASE,
+    }
+    made = CliRunner().invoke(cli, ["repo", "key", "create"], env=env, catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    engine = engine_for(env["PKGCAT_DATABASE_URL"])
+    try:
+        with engine.connect() as db:
+            (row,) = db.execute(select(t.repository_keys)).mappings().all()
+    finally:
+        engine.dispose()
+    return dict(row)
+
+
+@pytest.fixture
+def signing_key(made_signing_key: dict[str, Any]) -> Callable[[str], None]:
+    """``signing_key(database_url)``: the shared key stored there, as `repo key create` stores it."""
+
+    def store(database_url: str) -> None:
+        engine = engine_for(database_url)
+        try:
+            with engine.begin() as db:
+                db.execute(insert(t.repository_keys).values(**made_signing_key))
+        finally:
+            engine.dispose()
+
+    return store
 
 
 @pytest.fixture

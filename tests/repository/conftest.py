@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import insert, select, text
+from sqlalchemy import text
 from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli
-from pkgcat.storage import schema as t
 from pkgcat.storage.engine import engine_for
+from tests.conftest import REPOSITORY_PASSPHRASE
 
 Publisher = Callable[..., Result]
-
-
-PASSPHRASE = "a test passphrase of some length"
-"""The passphrase of :func:`cli_env`, which seals the repository's keys."""
 
 
 @pytest.fixture
@@ -33,7 +28,7 @@ def cli_env(database_url: str, blob_dir: Path, catalogue: dict[str, str]) -> dic
     return {
         "PKGCAT_DATABASE_URL": database_url,
         "PKGCAT_BLOB_DIR": str(blob_dir),
-        "PKGCAT_REPOSITORY_PASSPHRASE": PASSPHRASE,
+        "PKGCAT_REPOSITORY_PASSPHRASE": REPOSITORY_PASSPHRASE,
     }
 
 
@@ -46,46 +41,6 @@ def pkgcat(cli_env: dict[str, str]) -> Publisher:
         return runner.invoke(cli, list(args), env=cli_env, catch_exceptions=False)
 
     return invoke
-
-
-@pytest.fixture(scope="session")
-def made_signing_key(
-    tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path
-) -> dict[str, Any]:
-    """One signing key made by `pkgcat repo key create` for the process, sealed with the tests'
-    passphrase: its stored row.
-
-    Making a key costs a test some 60 ms of CPU (sealing it is a deliberately slow password
-    encryption); the tests that only need the repository signed share this one, each in its
-    own database (:func:`signing_key`). tests/repository/test_keys.py makes its own.
-    """
-    path = tmp_path_factory.mktemp("signing-key") / "pkgcat.db"
-    shutil.copyfile(migrated_sqlite, path)
-    env = {"PKGCAT_DATABASE_URL": f"sqlite:///{path}", "PKGCAT_REPOSITORY_PASSPHRASE": PASSPHRASE}
-    made = CliRunner().invoke(cli, ["repo", "key", "create"], env=env, catch_exceptions=False)
-    assert made.exit_code == 0, made.output
-    engine = engine_for(env["PKGCAT_DATABASE_URL"])
-    try:
-        with engine.connect() as db:
-            (row,) = db.execute(select(t.repository_keys)).mappings().all()
-    finally:
-        engine.dispose()
-    return dict(row)
-
-
-@pytest.fixture
-def signing_key(made_signing_key: dict[str, Any]) -> Callable[[str], None]:
-    """``signing_key(database_url)``: the shared key stored there, as `repo key create` stores it."""
-
-    def store(database_url: str) -> None:
-        engine = engine_for(database_url)
-        try:
-            with engine.begin() as db:
-                db.execute(insert(t.repository_keys).values(**made_signing_key))
-        finally:
-            engine.dispose()
-
-    return store
 
 
 def scalar(database_url: str, query: str, **params: Any) -> Any:

@@ -20,9 +20,7 @@ from tests.repository.conftest import (  # noqa: F401  # fixtures the store's te
     Publisher,
     blob_dir,
     cli_env,
-    made_signing_key,
     pkgcat,
-    signing_key,
 )
 from tests.servers import free_port
 
@@ -74,7 +72,7 @@ def mailbox() -> Iterator[tuple[Mailbox, int]]:
 def sold(
     pkgcat: Publisher,  # noqa: F811  # the shared fixture
     tmp_path: Path,
-    signing_key: Callable[[str], None],  # noqa: F811  # the shared fixture
+    signing_key: Callable[[str], None],
     cli_env: dict[str, str],  # noqa: F811  # the shared fixture
 ) -> dict[str, Path]:
     """A signing key, and a paid and a free package published."""
