@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+PYTEST_STAMP := $(VENV)/.pytest-rewritten
 # openapi-python-client, locked apart (its pins clash with ours): tests/functional/test_generated_client.py
 GENERATOR := tools/openapi-client
 GENERATOR_STAMP := $(GENERATOR)/.venv/.installed
@@ -36,8 +37,16 @@ setup: $(STAMP) $(GENERATOR_STAMP) ## create .venv and install pkgcat with its d
 
 # The same for the project's own modules (installed editable, so not compiled by uv); compileall
 # rewrites only what changed, in a fraction of a second when nothing did.
-bytecode: $(STAMP)
+bytecode: $(STAMP) $(PYTEST_STAMP)
 	@$(BIN)/python -m compileall -q -j 0 src tests bench >/dev/null
+
+# pytest rewrites the asserts of its plugins' modules (hypothesis, schemathesis...) at every
+# start, 1.5 s of CPU, and caches them only where bytecode may be written: written once here,
+# after each install (the test modules' own: tests/conftest.py, pytest_collection).
+$(PYTEST_STAMP): $(STAMP)
+	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest --noconftest --collect-only -q -p no:cacheprovider \
+		--no-cov tests/__init__.py >/dev/null || [ $$? -eq 5 ]
+	@touch $@
 
 lock: | $(BIN)/uv ## after editing pyproject.toml's dependencies: re-resolve uv.lock
 	$(BIN)/uv lock
@@ -53,11 +62,11 @@ run: bytecode $(STAMP) ## seed the demo (catalogue, signed repository, test-mode
 # assertions) one at a time, adding to the same coverage data, whose floor the second run checks.
 TEST_WORKERS ?= 2
 test: bytecode $(STAMP) $(GENERATOR_STAMP) ## run the whole test suite (on PostgreSQL and Redis when they answer)
-	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" --cov-report= --cov-fail-under=0 --durations=25
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal -m "not alone" --cov-report= --cov-fail-under=0 --durations=25
 	$(BIN)/pytest -m alone --cov-append
 
 test-fast: bytecode $(STAMP) ## the inner loop: no slow, soak, browser or generated-client tests, no coverage
-	$(BIN)/pytest -n $(TEST_WORKERS) --no-cov -q -m "not slow and not soak and not browser and not generated_client"
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal --no-cov -q -m "not slow and not soak and not browser and not generated_client"
 
 lint: $(STAMP) ## ruff check, ruff format --check, mypy --strict
 	$(BIN)/ruff check .

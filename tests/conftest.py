@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import logging
+import functools
 import shutil
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, select, text
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -24,15 +25,18 @@ from pkgcat.app import create_app
 from pkgcat.cli import app as cli
 from pkgcat.config import Settings
 from pkgcat.http.openapi import openapi_document
-from pkgcat.logs import ACCESS_LOGGER
+from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.migrate import upgrade
 from tests import factories as f
 from tests.backends import POSTGRES_VARIABLE, REDIS_VARIABLE, PostgresDatabases, service_url
 from tests.seaweed import S3Server, seaweedfs
+from tests.servers import logging_kept
 
 OPENAPI = openapi_document()
+REPOSITORY_PASSPHRASE = "a test passphrase of some length"
+"""What seals the repository's keys in the tests' settings (tests/repository/conftest.py)."""
 
 pytest_plugins = ("tests.hostile",)  # the hostile servers' fixture, for every test directory
 
@@ -61,14 +65,28 @@ def check_against_openapi(path: str, response: httpx.Response, method: str = "ge
     if "content" not in declared:  # a 304: no body, and none declared
         assert response.content == b""
         return
-    schema = declared["content"]["application/json"]["schema"]
-    jsonschema.validate(
-        response.json(),
-        {**schema, "components": OPENAPI["components"]},
-        cls=jsonschema.Draft202012Validator,
-        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+    # What jsonschema.validate does, with the schema checked and its validator made once a
+    # process: checking the schema cost twice the validation, at every response.
+    error = jsonschema.exceptions.best_match(
+        _validator(path, method, str(response.status_code)).iter_errors(response.json())
     )
+    if error is not None:
+        raise error
     assert response.headers["content-type"] == "application/json"
+
+
+@functools.cache
+def _validator(path: str, method: str, status: str) -> jsonschema.Draft202012Validator:
+    """The validator of one declared answer's JSON body, its schema checked first."""
+    declared = OPENAPI["paths"][path][method]["responses"][status]
+    schema = {
+        **declared["content"]["application/json"]["schema"],
+        "components": OPENAPI["components"],
+    }
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 def checked(response: httpx.Response) -> None:
@@ -130,6 +148,23 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     finally:
         flush_access_logs()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection() -> Iterator[None]:
+    """Test modules are imported with their asserts rewritten, cached as bytecode of their own.
+
+    pytest writes that cache only where bytecode may be written: under
+    ``PYTHONDONTWRITEBYTECODE`` each process (each xdist worker, each nested run) rewrote
+    every test module again, some 5 s of CPU. ``make bytecode`` writes the plain bytecode of
+    the same files; the rewritten one is written here, while the modules are collected.
+    """
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -313,24 +348,58 @@ def _clean_environment(
 @pytest.fixture(autouse=True)
 def _logging_left_as_found() -> Iterator[None]:
     """A command run in-process sets up the process's logging: undo it after each test."""
-    loggers = [logging.getLogger(name) for name in ("", "pkgcat", ACCESS_LOGGER, "_granian")]
-    saved = [(logger, logger.level, logger.handlers[:], logger.propagate) for logger in loggers]
-    switches = ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")
-    recorded = {name: getattr(logging, name) for name in switches}
-    yield
-    for logger, level, handlers, propagate in saved:
-        logger.setLevel(level)
-        logger.handlers[:] = handlers
-        logger.propagate = propagate
-    for name, value in recorded.items():
-        setattr(logging, name, value)
+    with logging_kept():
+        yield
+
+
+@pytest.fixture(scope="session")
+def made_signing_key(
+    tmp_path_factory: pytest.TempPathFactory, migrated_sqlite: Path
+) -> dict[str, Any]:
+    """One signing key made by `pkgcat repo key create` for the process, sealed with
+    :data:`REPOSITORY_PASSPHRASE`: its stored row.
+
+    Making a key costs a test some 60 ms of CPU (sealing it is a deliberately slow password
+    encryption); the tests that only need the repository signed share this one, each in its
+    own database (:func:`signing_key`). tests/repository/test_keys.py makes its own.
+    """
+    path = tmp_path_factory.mktemp("signing-key") / "pkgcat.db"
+    shutil.copyfile(migrated_sqlite, path)
+    env = {
+        "PKGCAT_DATABASE_URL": f"sqlite:///{path}",
+        "PKGCAT_REPOSITORY_PASSPHRASE": REPOSITORY_PASSPHRASE,
+    }
+    made = CliRunner().invoke(cli, ["repo", "key", "create"], env=env, catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    engine = engine_for(env["PKGCAT_DATABASE_URL"])
+    try:
+        with engine.connect() as db:
+            (row,) = db.execute(select(t.repository_keys)).mappings().all()
+    finally:
+        engine.dispose()
+    return dict(row)
 
 
 @pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def signing_key(made_signing_key: dict[str, Any]) -> Callable[[str], None]:
+    """``signing_key(database_url)``: the shared key stored there, as `repo key create` stores it."""
+
+    def store(database_url: str) -> None:
+        engine = engine_for(database_url)
+        try:
+            with engine.begin() as db:
+                db.execute(insert(t.repository_keys).values(**made_signing_key))
+        finally:
+            engine.dispose()
+
+    return store
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, migrated_sqlite: Path) -> Any:
     """The ``pkgcat`` command in-process on a new, empty catalogue; ``run.url`` names its file."""
+    shutil.copyfile(migrated_sqlite, tmp_path / "cli.db")  # as migrating it would leave it
     url = f"sqlite:///{tmp_path / 'cli.db'}"
-    upgrade(url)
     monkeypatch.setenv("PKGCAT_DATABASE_URL", url)
     runner = CliRunner()
 

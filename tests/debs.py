@@ -28,13 +28,19 @@ def build_deb(
 
     ``payload`` changes the bytes without changing the control file; ``nocheck``
     builds a control file that dpkg-deb would refuse (a bad version...).
+
+    Built once a process for the same arguments, then written out again: many tests'
+    fixtures publish the same few packages, and each build was a dpkg-deb process.
     """
     if shutil.which("dpkg-deb") is None:
         unavailable("building test .deb files needs dpkg-deb (Debian's dpkg package)")
-    root = (
-        directory
-        / f"build-{package}-{version}-{architecture}-{hashlib.sha1(payload.encode(), usedforsecurity=False).hexdigest()[:8]}"
-    )
+    wanted = (package, version, architecture, payload, nocheck, tuple(sorted(fields.items())))
+    digest = hashlib.sha1(payload.encode(), usedforsecurity=False).hexdigest()[:8]
+    out = directory / f"{package}_{version}_{architecture}_{digest}.deb"
+    if (built := _BUILT.get(wanted)) is not None:
+        out.write_bytes(built)
+        return out
+    root = directory / f"build-{package}-{version}-{architecture}-{digest}"
     (root / "DEBIAN").mkdir(parents=True)
     (root / "usr" / "share" / package).mkdir(parents=True)
     (root / "usr" / "share" / package / "file.txt").write_text(payload)
@@ -48,10 +54,6 @@ def build_deb(
     }
     text = "".join(f"{name}: {value}\n" for name, value in control.items() if value)
     (root / "DEBIAN" / "control").write_text(text)
-    out = (
-        directory
-        / f"{package}_{version}_{architecture}_{hashlib.sha1(payload.encode(), usedforsecurity=False).hexdigest()[:8]}.deb"
-    )
     subprocess.run(
         [
             "dpkg-deb",
@@ -65,7 +67,12 @@ def build_deb(
         check=True,
         capture_output=True,
     )
+    _BUILT[wanted] = out.read_bytes()
     return out
+
+
+_BUILT: dict[tuple[object, ...], bytes] = {}
+"""The bytes of each .deb :func:`build_deb` made in this process, by its arguments."""
 
 
 # .debs built in-process, member by member: hostile ones included ------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -20,7 +21,10 @@ from typing import IO, Any, TypeVar
 
 import httpx
 from sqlalchemy import text
+from typer.testing import CliRunner
 
+from pkgcat.cli import app as cli
+from pkgcat.logs import ACCESS_LOGGER
 from pkgcat.storage.engine import engine_for
 
 # The console script installed beside the interpreter running the tests.
@@ -78,30 +82,62 @@ def environment(database_url: str, **settings: str) -> dict[str, str]:
     return env
 
 
+def command(env: dict[str, str], *args: str) -> str:
+    """``pkgcat ARGS`` run in this process (Click's runner) with ``env``'s settings; its stdout.
+
+    For what a test's server is given to serve (a seeded catalogue, a key): the test is about
+    the server, and a command's own process cost a second of CPU at every call (its imports),
+    where the command itself takes a few milliseconds. The command sees the settings of
+    ``env`` and no other ``PKGCAT_`` variable, as a process started with ``env`` would, and
+    the logging it sets up is undone after it.
+    """
+    settings: dict[str, str | None] = {
+        name: None for name in os.environ if name.startswith("PKGCAT_") and name not in env
+    }
+    settings |= {name: value for name, value in env.items() if name.startswith("PKGCAT_")}
+    with logging_kept():
+        ran = CliRunner().invoke(cli, list(args), env=settings, catch_exceptions=False)
+    assert ran.exit_code == 0, f"pkgcat {' '.join(args)}: {ran.output}"
+    return ran.stdout
+
+
+@contextmanager
+def logging_kept() -> Iterator[None]:
+    """The process's logging as it was before the block (a command run in-process sets it up)."""
+    names = ("", "pkgcat", ACCESS_LOGGER, "_granian", "granian.access")
+    loggers = [logging.getLogger(name) for name in names]
+    saved = [(logger, logger.level, logger.handlers[:], logger.propagate) for logger in loggers]
+    switches = ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing")
+    recorded = {name: getattr(logging, name) for name in switches}
+    try:
+        yield
+    finally:
+        for logger, level, handlers, propagate in saved:
+            logger.setLevel(level)
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
+        for name, value in recorded.items():
+            setattr(logging, name, value)
+
+
 def seed(env: dict[str, str]) -> list[dict[str, Any]]:
     """Seed the demo catalogue into the environment's database; its applications and keys.
 
     The catalogue alone: these servers are about the API, and start without the demo's store
     (its .debs, signing key and webhook endpoint: tests/browser/test_demo_store.py)."""
-    seeded = subprocess.run(
-        [PKGCAT, "demo", "--json", "--catalogue-only"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    apps: list[dict[str, Any]] = json.loads(seeded.stdout)["applications"]
+    apps: list[dict[str, Any]] = json.loads(command(env, "demo", "--json", "--catalogue-only"))[
+        "applications"
+    ]
     return apps
 
 
 def granted_key(env: dict[str, str], app: dict[str, Any], scope: str) -> str:
     """A new secret key of a seeded ``app`` with ``scope`` besides read, made by `pkgcat key create`."""
-    granted = subprocess.run(
-        [PKGCAT, "key", "create", "--source", app["source"], "--app", app["name"],
-         "--scope", scope, "--json"],
-        env=env, capture_output=True, text=True, check=True,
+    granted = command(
+        env, "key", "create", "--source", app["source"], "--app", app["name"], "--scope", scope,
+        "--json",
     )  # fmt: skip
-    key: str = json.loads(granted.stdout)["secret_key"]
+    key: str = json.loads(granted)["secret_key"]
     return key
 
 

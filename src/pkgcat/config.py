@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from pkgcat.domain import Shape
 
@@ -57,6 +57,23 @@ class Settings(BaseSettings):
     """Deployment settings; every field is ``PKGCAT_<FIELD>`` in the environment."""
 
     model_config = SettingsConfigDict(env_prefix="PKGCAT_", frozen=True, extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],  # noqa: ARG003  # the hook is called with every source
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,  # noqa: ARG003  # left out: see below
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The arguments given, then the environment; no .env file source.
+
+        None is configured (``pkgcat serve --env-file`` puts the file's values into the
+        environment itself: cli/serve.py), yet pydantic-settings' .env source looked every
+        field up again at each build, half of the 3 ms a Settings took.
+        """
+        return init_settings, env_settings, file_secret_settings
 
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL,

@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 
 from pkgcat.http.openapi import openapi_document, served
 from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
-from tests.conftest import Api
+from tests.conftest import Api, check_against_openapi
 from tests.test_docs import DOCS, read, sections
 
 
@@ -251,3 +251,24 @@ def test_each_caller_gets_a_document_of_its_own() -> None:
     theirs = openapi_document()
     assert theirs["paths"]
     assert theirs["info"]["title"] == "Package Catalogue API"
+
+
+def test_the_tests_response_check_refuses_what_the_document_does_not_declare(api: Api) -> None:
+    """Every test's answers go through :func:`check_against_openapi` (its validators made once
+    a process): a body its schema refuses, one of another status, and one answered a second
+    time after a refusal are each told, not let through."""
+    path = "/1.0/package/details.json"
+    good = api.get(path, api.keys["alpha-a"], package="com.alpha.paid")
+    check_against_openapi(path, good)
+
+    def answer(status: int, body: object) -> httpx.Response:
+        return httpx.Response(status, json=body, headers=good.headers, request=good.request)
+
+    wrong = {**good.json(), "code": "zero"}
+    with pytest.raises(jsonschema.ValidationError, match="'zero' is not of type 'integer'"):
+        check_against_openapi(path, answer(200, wrong))
+    with pytest.raises(AssertionError, match="answered 418, not in the document"):
+        check_against_openapi(path, answer(418, good.json()))
+    check_against_openapi(path, answer(200, good.json()))  # the same validator, still sound
+    with pytest.raises(jsonschema.ValidationError):
+        check_against_openapi(path, answer(200, {"code": 0}))

@@ -12,6 +12,7 @@ from typer.testing import CliRunner, Result
 
 from pkgcat.cli import app as cli
 from pkgcat.storage.engine import engine_for
+from tests.conftest import REPOSITORY_PASSPHRASE
 
 Publisher = Callable[..., Result]
 
@@ -27,7 +28,7 @@ def cli_env(database_url: str, blob_dir: Path, catalogue: dict[str, str]) -> dic
     return {
         "PKGCAT_DATABASE_URL": database_url,
         "PKGCAT_BLOB_DIR": str(blob_dir),
-        "PKGCAT_REPOSITORY_PASSPHRASE": "a test passphrase of some length",
+        "PKGCAT_REPOSITORY_PASSPHRASE": REPOSITORY_PASSPHRASE,
     }
 
 

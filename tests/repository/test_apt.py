@@ -30,7 +30,7 @@ from pkgcat.client import Client
 from tests.backends import PostgresDatabases, unavailable
 from tests.debs import build_deb
 from tests.seaweed import S3Server
-from tests.servers import PKGCAT, Served, downloads_counted, environment, serving
+from tests.servers import PKGCAT, Served, command, downloads_counted, environment, serving
 
 ARCH = "iphoneos-arm64"
 PASSPHRASE = "an apt test passphrase, long enough"
@@ -39,9 +39,8 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
 def pkgcat(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([PKGCAT, *args], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    """What the repository is made with (in-process: these tests are about apt and the server)."""
+    return command(env, *args)
 
 
 @pytest.fixture(scope="module", params=("sqlite-directory", "postgres-s3"))

@@ -11,7 +11,6 @@ import asyncio
 import os
 import secrets
 import signal
-import subprocess
 import time
 from collections.abc import MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -36,8 +35,8 @@ from tests.repository.test_served import (
     publish_alpha,
 )
 from tests.servers import (
-    PKGCAT,
     children,
+    command,
     downloads_counted,
     environment,
     kill_marked,
@@ -355,14 +354,7 @@ def _serve_one_file(tmp_path: Path, database_url: str, size: int) -> tuple[dict[
     env = environment(database_url, blob_dir=str(tmp_path / "blobs"))
     source = seed(env)[0]["source"]
     deb = build_deb(tmp_path, "com.example.counted", "1.0", payload=secrets.token_hex(size))
-    published = subprocess.run(
-        [PKGCAT, "publish", str(deb), "--source", source],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert published.returncode == 0, published.stderr
+    command(env, "publish", str(deb), "--source", source)
     return env, deb
 
 

@@ -56,9 +56,14 @@ PASSPHRASE = "a test passphrase of some length"
 
 
 @pytest.fixture
-def published(pkgcat: Publisher, tmp_path: Path) -> dict[str, Path]:
+def published(
+    pkgcat: Publisher,
+    tmp_path: Path,
+    signing_key: Callable[[str], None],
+    cli_env: dict[str, str],
+) -> dict[str, Path]:
     """A signing key and four files: free, paid, another source's and an offline package's."""
-    assert pkgcat("repo", "key", "create").exit_code == 0
+    signing_key(cli_env["PKGCAT_DATABASE_URL"])
     files = {
         "free": build_deb(tmp_path, "com.alpha.free", "1.0", "iphoneos-arm64", Tag="role::enduser"),
         "new": build_deb(tmp_path, "com.alpha.new", "0.1", "all", payload="x" * 3000),
@@ -365,7 +370,7 @@ def publish_alpha(
     store = _store_settings(request, cli_env)
     cli_env.pop("PKGCAT_BLOB_DIR", None)
     cli_env.update({f"PKGCAT_{k.upper()}": v for k, v in store.items()})
-    assert pkgcat("repo", "key", "create").exit_code == 0
+    request.getfixturevalue("signing_key")(cli_env["PKGCAT_DATABASE_URL"])
     files = {
         "free": build_deb(tmp_path, "com.alpha.free", "1.0", payload=secrets.token_hex(40_000)),
         "paid": build_deb(tmp_path, "com.alpha.paid", "2.0"),

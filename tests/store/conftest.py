@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
@@ -69,9 +69,14 @@ def mailbox() -> Iterator[tuple[Mailbox, int]]:
 
 
 @pytest.fixture
-def sold(pkgcat: Publisher, tmp_path: Path) -> dict[str, Path]:  # noqa: F811  # the shared fixture
+def sold(
+    pkgcat: Publisher,  # noqa: F811  # the shared fixture
+    tmp_path: Path,
+    signing_key: Callable[[str], None],
+    cli_env: dict[str, str],  # noqa: F811  # the shared fixture
+) -> dict[str, Path]:
     """A signing key, and a paid and a free package published."""
-    assert pkgcat("repo", "key", "create").exit_code == 0
+    signing_key(cli_env["PKGCAT_DATABASE_URL"])
     files = {
         "paid": build_deb(tmp_path, "com.alpha.paid", "2.0", "iphoneos-arm64"),
         "other": build_deb(tmp_path, "com.alpha.other", "1.0", "iphoneos-arm64"),

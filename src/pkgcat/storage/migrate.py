@@ -6,6 +6,7 @@ or older database is always migrated before it is read or written.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +30,10 @@ def alembic_config(database_url: str) -> Config:
     return config
 
 
+@functools.cache
 def head_revision() -> str:
+    """The newest revision of the migrations folder, read once a process: every command and
+    server start asks, and reading the folder loads each migration's module."""
     head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     assert head is not None, "the migrations folder has no revision"
     return head
