@@ -296,6 +296,27 @@ def test_a_data_tar_bomb_is_refused_at_the_unpacked_bound(extension: str, tmp_pa
     assert inspect(path, unpacked_bytes=2 * ZEROS + 64 * 1024)[0] == "com.example.built"
 
 
+@pytest.mark.parametrize("extension", [extension for extension in DATA_COMPRESSIONS if extension])
+def test_a_refusal_kept_keeps_none_of_its_decoder_s_memory(extension: str, tmp_path: Path) -> None:
+    # A refusal's traceback holds every frame of the reading, and whatever keeps the refusal
+    # (a reference cycle until the collector runs, a log record) keeps them: a served worker
+    # kept 10 MiB for each refused bomb (docs/reliability.md, "The upload path read again").
+    # The decoders allocate through Python's allocator, which tracemalloc sees: xz's
+    # dictionary (8 MiB at lzma.compress's preset) and the piece in hand (up to 4 MiB).
+    first, control, _ = members()
+    bomb = zeros_tar("./usr/share/zeros", 2 * ZEROS, extension)
+    path = written(tmp_path, ar_archive([first, control, (f"data.tar{extension}", bomb)]))
+    tracemalloc.start()
+    try:
+        with pytest.raises(Refused) as refused:
+            inspect(path, unpacked_bytes=4 * MIB)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "once decompressed (PKGCAT_PUBLISH_MAX_UNPACKED_BYTES)" in str(refused.value)
+    assert held < MIB, f"{held / MIB:.1f} MiB held with the refusal"
+
+
 def test_a_control_tar_bomb_is_refused_at_the_unpacked_bound(tmp_path: Path) -> None:
     # Entries other than control are read through, and counted.
     files = {"./control": CONTROL.encode(), "./md5sums": bytes(8 * MIB)}

@@ -6,12 +6,14 @@ real server and apt-get is in test_apt.py.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
 import socket
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from pkgcat.repository.debs import Refused
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.storage.writes.idempotency import Claim, claim
@@ -30,6 +33,7 @@ from tests.servers import environment, granted_key, seed, serving
 
 UPLOAD = "/1.0/package/upload.json"
 DEB = "application/vnd.debian.binary-package"
+MIB = 1024 * 1024
 
 
 @pytest.fixture
@@ -174,6 +178,32 @@ def test_a_data_tar_past_the_unpacked_bound_is_refused(
         },
     )
     assert state(database_url, blob_dir) == before
+
+
+def test_a_refused_upload_leaves_nothing_for_the_collector_to_free(
+    make_api: AppFactory, publish_key: str, blob_dir: Path
+) -> None:
+    # A served worker runs its cyclic collector seldom (pkgcat.app.GC_THRESHOLDS, after
+    # gc.freeze): what a refusal leaves in a reference cycle stays for as long. Each refused
+    # bomb's refusal did, with every frame of the reading and the xz decoder's dictionary:
+    # 10 MiB a bomb in a real worker (tests/repository/test_upload_bombs_memory.py). With
+    # the collector off here, only reference counting frees anything.
+    api = make_api(blob_dir=str(blob_dir), publish_max_unpacked_bytes=ZEROS)
+    body = deb_bytes(data_ext=".xz", data=zeros_tar("z", 2 * ZEROS, ".xz"))
+    assert post(api, publish_key, body).status_code == 400  # the path warmed up
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    try:
+        answer = post(api, publish_key, body)
+        held, _ = tracemalloc.get_traced_memory()
+        refusals = sum(isinstance(found, Refused) for found in gc.get_objects())
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert answer.status_code == 400
+    assert "more than" in answer.json()["response"]
+    assert (refusals, held < MIB) == (0, True), f"{held / MIB:.1f} MiB held"
 
 
 def test_a_body_over_the_limit_is_refused_early(

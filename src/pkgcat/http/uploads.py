@@ -208,6 +208,13 @@ async def upload(
         try:
             published = await uploads.publish(received.path, caller.application.source_id)
         except (Refused, BlobMismatch) as error:
+            # Raised in a thread, the refusal came back through the future that anyio's
+            # run_sync awaited: its traceback holds that frame, the frame the future, the
+            # future the refusal. Only the cyclic collector frees such a cycle, and a served
+            # worker's runs seldom (pkgcat.app), so every frame of the reading stayed with
+            # it. The answer needs the reason alone: without its traceback, the refusal and
+            # all it held go now, by reference counting.
+            error.__traceback__ = None
             raise InvalidArgument("file", str(error)) from None
         package = await service.published_details(published.package)
         return envelope(models.package_body(package, caller.shape, ZoneInfo(caller.timezone)))

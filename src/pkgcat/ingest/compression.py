@@ -28,7 +28,7 @@ import bz2
 import io
 import lzma
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Protocol
 
 import lz4.frame
@@ -64,7 +64,9 @@ class _Stepped(Protocol):
     def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
 
 
-Decoder = Callable[[Iterable[bytes], int | None], Iterator[bytes]]
+Pieces = Generator[bytes, None, None]
+"""A decoder's pieces: closed, it lets go of its decoder (and of the chunks it reads) at once."""
+Decoder = Callable[[Iterable[bytes], int | None], Pieces]
 """Pieces of what the chunks given decode to, as they are read; the int: the most memory a
 decoder may take (liblzma's ``memlimit``, zstd's window), or None for the library's own."""
 
@@ -72,7 +74,7 @@ decoder may take (liblzma's ``memlimit``, zstd's window), or None for the librar
 def _stepped(new: Callable[[int | None], _Stepped]) -> Decoder:
     """Pieces of the chunks decoded by decompressors of ``new``, one per stream or frame."""
 
-    def pieces(chunks: Iterable[bytes], memory: int | None) -> Iterator[bytes]:
+    def pieces(chunks: Iterable[bytes], memory: int | None) -> Pieces:
         decoder: _Stepped | None = None
         for chunk in chunks:
             data = chunk
@@ -89,14 +91,14 @@ def _stepped(new: Callable[[int | None], _Stepped]) -> Decoder:
     return pieces
 
 
-def _gzip(chunks: Iterable[bytes], _memory: int | None) -> Iterator[bytes]:
+def _gzip(chunks: Iterable[bytes], _memory: int | None) -> Pieces:
     inflater = Inflater()
     for chunk in chunks:
         yield from inflater.feed(chunk)
     inflater.end()
 
 
-def _zstd(chunks: Iterable[bytes], memory: int | None) -> Iterator[bytes]:
+def _zstd(chunks: Iterable[bytes], memory: int | None) -> Pieces:
     decoder: zstandard.ZstdDecompressionObj | None = None
     for chunk in chunks:
         view = memoryview(chunk)
@@ -115,7 +117,7 @@ def _zstd(chunks: Iterable[bytes], memory: int | None) -> Iterator[bytes]:
         raise EOFError("the data ends before the end of its last frame")
 
 
-def _plain(chunks: Iterable[bytes], _memory: int | None) -> Iterator[bytes]:
+def _plain(chunks: Iterable[bytes], _memory: int | None) -> Pieces:
     yield from chunks
 
 
@@ -147,15 +149,14 @@ def label(extension: str) -> str:
     return _DECODERS[extension][0]
 
 
-def decoded(
-    extension: str, chunks: Iterable[bytes], *, memory: int | None = None
-) -> Iterator[bytes]:
+def decoded(extension: str, chunks: Iterable[bytes], *, memory: int | None = None) -> Pieces:
     """What ``chunks`` decode to by the compression of ``extension``, in pieces as they are read.
 
     A piece is at most :data:`~pkgcat.net.decoding.PIECE` bytes (a zstd slice's, 4 MiB);
     ``memory`` bounds what an xz, lzma or zstd decoder may allocate for its dictionary or
     window (None: the library's own limit). Raises one of :data:`DECODE_ERRORS` for data cut
-    short or not of the format.
+    short or not of the format. Closing the generator frees the decoder at once: a reader
+    that stops early (a bound reached) closes it rather than wait for the last reference.
     """
     return _DECODERS[extension][1](chunks, memory)
 

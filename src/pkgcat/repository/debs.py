@@ -15,7 +15,9 @@ Nothing is held whole. Each tar archive is read from the file as a stream:
 its member's bytes in pieces, decoded by :func:`pkgcat.ingest.compression.decoded`
 (no external program), counted against ``PKGCAT_PUBLISH_MAX_UNPACKED_BYTES``
 and read by :mod:`tarfile` in stream mode (``r|``), every entry's bytes read
-through. The ``control`` file is read only once its header gave a size within
+through; its decoder is closed once the member is read or refused, so that a refusal
+kept somewhere (its traceback holds the reading's frames) keeps none of the decoder's
+memory. The ``control`` file is read only once its header gave a size within
 ``PKGCAT_STANZA_MAX_BYTES``. A tar archive must be whole: every entry's bytes
 there, and its end-of-archive block of zeros (tarfile alone takes a header cut
 short, a damaged one or the bare end of the data for the end); every compressed
@@ -165,20 +167,21 @@ class _Unpacked(io.RawIOBase):
     def _next(self) -> bool:
         """The next piece in hand; False at the end of the member."""
         try:
-            piece = next(self._pieces, None)
+            # Held by the stream alone, never by a local: a refusal's traceback keeps this
+            # frame, and with it what its locals hold (a piece is up to 4 MiB).
+            self._rest = memoryview(next(self._pieces))
+        except StopIteration:
+            return False
         except DECODE_ERRORS as error:
             raise Refused(
                 f"not a .deb: {self.name}: not valid {self.label} data ({_one_line(error)})"
             ) from None
-        if piece is None:
-            return False
-        self.count += len(piece)
+        self.count += len(self._rest)
         if self.count > self.limit:
             raise Refused(
                 f"{self.name}: more than {self.limit} bytes once decompressed "
                 "(PKGCAT_PUBLISH_MAX_UNPACKED_BYTES)"
             )
-        self._rest = memoryview(piece)
         return True
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
@@ -195,6 +198,18 @@ class _Unpacked(io.RawIOBase):
         self._rest = memoryview(b"")
         while self._next():
             pass
+
+    def close(self) -> None:
+        """Let go of the decoder and its piece now, read through or not.
+
+        A decoder's state is MiBs outside Python's objects (liblzma's dictionary, 8 MiB at
+        ``xz -6``; zstd's window), freed only with the decoder. Left to the last reference,
+        it lives as long as anything keeps a refusal raised while reading: its traceback
+        holds the frames that hold this stream.
+        """
+        self._pieces.close()
+        self._rest = memoryview(b"")
+        super().close()
 
 
 class _Broken(Exception):
@@ -257,19 +272,19 @@ def _tar(
     """Read the tar archive of ``member`` through, calling ``each`` with every entry."""
     if not member.size:
         raise Refused(f"not a .deb: {member.name} is empty")
-    stream = _Unpacked(member, extension, limits.unpacked_bytes)
-    try:
-        with tarfile.open(fileobj=stream, mode="r|", tarinfo=kind) as tar:
-            while (entry := tar.next()) is not None:
-                # Stream mode keeps every header it read (a list typeshed does not show):
-                # millions of empty entries would be as many objects.
-                tar.members.clear()  # type: ignore[attr-defined]
-                each(tar, entry)
-        stream.drain()
-    except _Broken as error:
-        raise Refused(f"not a .deb: {member.name}: {error}") from None
-    except tarfile.TarError as error:
-        raise Refused(f"not a .deb: {member.name}: {_one_line(error)}") from None
+    with _Unpacked(member, extension, limits.unpacked_bytes) as stream:
+        try:
+            with tarfile.open(fileobj=stream, mode="r|", tarinfo=kind) as tar:
+                while (entry := tar.next()) is not None:
+                    # Stream mode keeps every header it read (a list typeshed does not show):
+                    # millions of empty entries would be as many objects.
+                    tar.members.clear()  # type: ignore[attr-defined]
+                    each(tar, entry)
+            stream.drain()
+        except _Broken as error:
+            raise Refused(f"not a .deb: {member.name}: {error}") from None
+        except tarfile.TarError as error:
+            raise Refused(f"not a .deb: {member.name}: {_one_line(error)}") from None
 
 
 class _ControlFile:
