@@ -233,9 +233,19 @@ def test_a_body_over_the_limit_is_refused_early(
 
 
 def test_an_interrupted_body_leaves_nothing(
-    uploader: Api, publish_key: str, tmp_path: Path, database_url: str, blob_dir: Path
+    uploader: Api,
+    publish_key: str,
+    tmp_path: Path,
+    database_url: str,
+    blob_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The client goes away mid-body: no blob, no row, no generation moved."""
+    """The client goes away mid-body: no blob, no row, no generation moved, no file left."""
+    # The upload's temporary file is made in a folder of this test's own: the system's is
+    # shared with other tests (and processes) uploading at the same time.
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
     deb = build_deb(tmp_path, "com.alpha.cut").read_bytes()
     before = state(database_url, blob_dir)
     app: Any = uploader.http.app
@@ -277,7 +287,7 @@ def test_an_interrupted_body_leaves_nothing(
     assert sent[0]["status"] == 400
     assert b"interrupted" in sent[1]["body"]
     assert state(database_url, blob_dir) == before
-    assert list(Path(tempfile.gettempdir()).glob("pkgcat-upload-*")) == []
+    assert list(spool.iterdir()) == []
 
 
 def test_an_idempotency_key_replays_the_first_answer(
