@@ -1,0 +1,132 @@
+"""The leases of webhook endpoints: claimed by fair shares, kept by heartbeats.
+
+The deliverers are known to the database (migration 0015): alive while their heartbeats
+come, each owed a fair share of the endpoints that have work. A claim (:func:`claimable`,
+then :func:`lease`) takes endpoints that are due, up to that share with those it holds.
+
+A deliverer's heartbeat (:func:`beat`), every third of its lease, renews its row and
+every lease it holds in one transaction; a deliverer killed outright stops beating, so
+its row and its leases lapse together, and the others take its endpoints within one
+lease. Its share (:func:`share`) is the endpoints with work weighed by its senders among
+those of every deliverer alive, rounded up: together the shares cover every endpoint,
+and no worker takes them all while others wait idle.
+
+Times are the database's clock (:func:`now_ms`), never a host's: deliverers on hosts
+whose clocks differ compare the same leases.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from sqlalchemy import and_, case, delete, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy.engine import Connection
+
+from pkgcat.storage import schema as t
+
+FORGET_MS = 3600 * 1000
+"""How long the row of a deliverer that stopped beating stays, for an operator to see."""
+
+
+def now_ms(db: Connection) -> Any:
+    """The database's time in milliseconds, as a SQL expression (one value per statement)."""
+    if db.dialect.name == "postgresql":
+        return literal_column("CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT)")
+    # SQLite reads its clock once per statement, to the millisecond.
+    return literal_column("CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)")
+
+
+def beat(db: Connection, owner: str, *, host: str, pid: int, senders: int, lease_ms: int) -> None:
+    """``owner`` alive, and each lease it holds renewed, for ``lease_ms`` from now."""
+    d, e = t.webhook_deliverers, t.webhook_endpoints
+    until = now_ms(db) + lease_ms
+    renewed = db.execute(update(d).where(d.c.owner == owner).values(alive_until_ms=until))
+    if not renewed.rowcount:  # its first beat, or its row forgotten after a long silence
+        db.execute(
+            insert(d).values(
+                owner=owner, host=host[:255], pid=pid, senders=senders,
+                started_at=int(time.time()), alive_until_ms=until,
+            )
+        )  # fmt: skip
+    db.execute(update(e).where(e.c.lease_owner == owner).values(lease_until_ms=until))
+    db.execute(delete(d).where(d.c.alive_until_ms < now_ms(db) - FORGET_MS))
+
+
+def leave(db: Connection, owner: str) -> None:
+    """``owner`` stopped: its share goes to the others at their next claim."""
+    d = t.webhook_deliverers
+    db.execute(delete(d).where(d.c.owner == owner))
+
+
+def capacity(db: Connection) -> Any:
+    """The senders of every deliverer alive, as a scalar SQL subquery."""
+    d = t.webhook_deliverers
+    alive = d.c.alive_until_ms >= now_ms(db)
+    return select(func.coalesce(func.sum(d.c.senders), 0)).where(alive).scalar_subquery()
+
+
+def share(work: int, senders: int, alive: int) -> int:
+    """The endpoints a deliverer of ``senders`` may hold when ``work`` endpoints have events
+    to send and the deliverers alive have ``alive`` senders in all (its own among them, even
+    when its heartbeat has not reached the database)."""
+    return math.ceil(work * senders / max(alive, senders))
+
+
+def _work(now: Any) -> Any:
+    """An endpoint with events to send now (leased or not)."""
+    e, v = t.webhook_endpoints, t.webhook_events
+    return and_(
+        e.c.enabled.is_(True),
+        e.c.next_attempt_ms <= now,
+        exists().where(v.c.source_id == e.c.source_id, v.c.seq > e.c.position),
+    )
+
+
+def _free(now: Any) -> Any:
+    e = t.webhook_endpoints
+    return or_(e.c.lease_until_ms.is_(None), e.c.lease_until_ms < now)
+
+
+def _count(condition: Any) -> Any:
+    """How many rows meet ``condition``, as an aggregate (0 over no row)."""
+    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+
+def claimable(db: Connection, owner: str, *, senders: int, limit: int) -> int:
+    """How many endpoints ``owner`` may lease now: up to ``limit``, none when none is due,
+    and with those it holds no more than its :func:`share` for its ``senders``. A read."""
+    e = t.webhook_endpoints
+    now = now_ms(db)
+    work = _work(now)
+    mine = and_(e.c.lease_owner == owner, e.c.lease_until_ms >= now)
+    due, busy, held, alive = db.execute(
+        select(_count(and_(work, _free(now))), _count(work), _count(and_(work, mine)))
+        .add_columns(capacity(db))
+        .select_from(e)
+    ).one()
+    if not due:
+        return 0
+    return min(limit, int(due), share(int(busy), senders, int(alive)) - int(held))
+
+
+def lease(db: Connection, owner: str, *, lease_ms: int, limit: int) -> list[int]:
+    """Lease up to ``limit`` endpoints that are due to ``owner`` for ``lease_ms``; their ids.
+
+    In the caller's write transaction; on PostgreSQL the candidates are read ``FOR UPDATE
+    SKIP LOCKED``, so deliverers claiming at once take different endpoints."""
+    e = t.webhook_endpoints
+    now = now_ms(db)
+    query = select(e.c.id).where(_work(now), _free(now)).order_by(e.c.next_attempt_ms)
+    query = query.limit(limit)
+    if db.dialect.name == "postgresql":
+        query = query.with_for_update(skip_locked=True)
+    ids = [row[0] for row in db.execute(query)]
+    if ids:
+        db.execute(
+            update(e)
+            .where(e.c.id.in_(ids))
+            .values(lease_owner=owner, lease_until_ms=now + lease_ms)
+        )
+    return ids
