@@ -21,8 +21,20 @@ import math
 import time
 from typing import Any
 
-from sqlalchemy import and_, case, delete, exists, func, insert, literal_column, or_, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy import (
+    and_,
+    case,
+    delete,
+    exists,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import Connection, Engine
 
 from pkgcat.storage import schema as t
 
@@ -38,9 +50,25 @@ def now_ms(db: Connection) -> Any:
     return literal_column("CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)")
 
 
+def unflushed(db: Connection) -> None:
+    """Commit this transaction without waiting for PostgreSQL's WAL flush to disk.
+
+    For what the deliverers write as they go (records of deliveries, heartbeats): the commit
+    is in PostgreSQL, seen by every other session, before the caller goes on, so a deliverer
+    or its host lost loses nothing; a crash of PostgreSQL itself can lose its last fraction
+    of a second, and the events whose records it loses are sent again (at least once), as the
+    usage counts make the same choice (:mod:`pkgcat.storage.postgres.counter`). Waiting for
+    the flush held each delivery for as long as the disk took (docs/benchmarks.md). SQLite's
+    ``synchronous=NORMAL`` makes the same choice.
+    """
+    if db.dialect.name == "postgresql":
+        db.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+
+
 def beat(db: Connection, owner: str, *, host: str, pid: int, senders: int, lease_ms: int) -> None:
     """``owner`` alive, and each lease it holds renewed, for ``lease_ms`` from now."""
     d, e = t.webhook_deliverers, t.webhook_endpoints
+    unflushed(db)
     until = now_ms(db) + lease_ms
     renewed = db.execute(update(d).where(d.c.owner == owner).values(alive_until_ms=until))
     if not renewed.rowcount:  # its first beat, or its row forgotten after a long silence
@@ -130,3 +158,31 @@ def lease(db: Connection, owner: str, *, lease_ms: int, limit: int) -> list[int]
             .values(lease_owner=owner, lease_until_ms=now + lease_ms)
         )
     return ids
+
+
+# One statement, committed by itself: the cursor moved, the lease renewed and the attempt
+# logged, only while the lease is still the caller's, without waiting for the disk (see
+# unflushed). Where each delivery is recorded before the next is sent, it costs one round
+# trip, where a transaction of two statements cost four.
+_RECORD = text("""
+WITH moved AS (
+    UPDATE webhook_endpoints
+    SET position = :position, attempts = 0, failing_since = NULL,
+        lease_until_ms = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT)
+            + :lease_ms
+    WHERE id = :pk AND lease_owner = :owner
+        AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+    RETURNING id
+)
+INSERT INTO webhook_attempts
+    (endpoint_id, event_id, attempted_at, ok, status, duration_ms, response)
+SELECT id, :event_id, :attempted_at, :ok, :status, :duration_ms, :response FROM moved
+""")
+
+
+def record(engine: Engine, pk: int, owner: str, values: dict[str, Any]) -> bool:
+    """On PostgreSQL, record one delivery (``values``: ``position``, ``lease_ms`` and the
+    attempt's columns) in one statement; False if the lease is no longer ``owner``'s."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as db:
+        done = db.execute(_RECORD, {"pk": pk, "owner": owner, **values})
+    return bool(done.rowcount)

@@ -357,10 +357,20 @@ class WebhookStore:
         ``lease_ms``: the lease renewed for that long from now, or ended (None). Any
         delivery ends a run of failures.
         """
+        if len(delivered) == 1 and lease_ms is not None and self.engine.name == "postgresql":
+            (a,) = delivered
+            return leases.record(
+                self.engine, pk, owner, {
+                    "position": position, "lease_ms": lease_ms, "event_id": a.event_id,
+                    "attempted_at": a.attempted_at, "ok": a.ok, "status": a.status,
+                    "duration_ms": a.duration_ms, "response": a.response,
+                },
+            )  # fmt: skip
         values: dict[str, Any] = {"position": position}
         if delivered:
             values |= {"attempts": 0, "failing_since": None}
         with self.engine.begin() as db:
+            leases.unflushed(db)
             if lease_ms is None:
                 values |= {"lease_owner": None, "lease_until_ms": None}
             else:
