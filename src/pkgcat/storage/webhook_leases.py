@@ -31,7 +31,6 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import Connection, Engine
@@ -160,29 +159,52 @@ def lease(db: Connection, owner: str, *, lease_ms: int, limit: int) -> list[int]
     return ids
 
 
-# One statement, committed by itself: the cursor moved, the lease renewed and the attempt
-# logged, only while the lease is still the caller's, without waiting for the disk (see
-# unflushed). Where each delivery is recorded before the next is sent, it costs one round
-# trip, where a transaction of two statements cost four.
-_RECORD = text("""
+# A delivery's record, as the driver takes it: the cursor moved, the lease renewed and the
+# attempt logged, only while the lease is still the caller's. Each delivery is recorded
+# before the next is sent, so this is on the path of every event: built by SQLAlchemy for
+# each call it cost 1.0 to 1.4 ms on SQLite, written once for the driver 0.26 to 0.29 ms.
+# On PostgreSQL it is one statement committed by itself, without waiting for the disk (see
+# unflushed): one round trip, where a transaction of two statements took four.
+_RECORD_PG = """
 WITH moved AS (
     UPDATE webhook_endpoints
-    SET position = :position, attempts = 0, failing_since = NULL,
-        lease_until_ms = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT)
-            + :lease_ms
-    WHERE id = :pk AND lease_owner = :owner
+    SET position = %s, attempts = 0, failing_since = NULL,
+        lease_until_ms = CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT) + %s
+    WHERE id = %s AND lease_owner = %s
         AND set_config('synchronous_commit', 'off', true) IS NOT NULL
     RETURNING id
 )
 INSERT INTO webhook_attempts
     (endpoint_id, event_id, attempted_at, ok, status, duration_ms, response)
-SELECT id, :event_id, :attempted_at, :ok, :status, :duration_ms, :response FROM moved
-""")
+SELECT id, %s, %s, %s, %s, %s, %s FROM moved
+"""
+_MOVE_SQLITE = """
+UPDATE webhook_endpoints
+SET position = ?, attempts = 0, failing_since = NULL,
+    lease_until_ms = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + ?
+WHERE id = ? AND lease_owner = ?
+"""
+_LOG_SQLITE = """
+INSERT INTO webhook_attempts
+    (endpoint_id, event_id, attempted_at, ok, status, duration_ms, response)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+Logged = tuple[str, int, bool, int | None, int, str]
+"""An attempt's columns in webhook_attempts: event id, time, ok, status, duration, answer."""
 
 
-def record(engine: Engine, pk: int, owner: str, values: dict[str, Any]) -> bool:
-    """On PostgreSQL, record one delivery (``values``: ``position``, ``lease_ms`` and the
-    attempt's columns) in one statement; False if the lease is no longer ``owner``'s."""
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as db:
-        done = db.execute(_RECORD, {"pk": pk, "owner": owner, **values})
-    return bool(done.rowcount)
+def record(
+    engine: Engine, pk: int, owner: str, *, position: int, lease_ms: int, attempt: Logged
+) -> bool:
+    """Record one delivery and renew the lease for ``lease_ms``; False if the lease is no
+    longer ``owner``'s (then nothing is written)."""
+    moved = (position, lease_ms, pk, owner)
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as db:
+            return bool(db.exec_driver_sql(_RECORD_PG, (*moved, *attempt)).rowcount)
+    with engine.begin() as db:
+        if not db.exec_driver_sql(_MOVE_SQLITE, moved).rowcount:
+            return False
+        db.exec_driver_sql(_LOG_SQLITE, (pk, *attempt))
+        return True
