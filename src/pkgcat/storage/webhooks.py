@@ -16,7 +16,8 @@ the caller's, so a deliverer that lost its lease writes nothing.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,6 +259,12 @@ class WebhookStore:
                 return []
             return [_record(row) for row in db.execute(select(e).where(e.c.id.in_(ids)))]
 
+    @contextmanager
+    def recording(self) -> Iterator[leases.Recorder]:
+        """What records a sender's deliveries one by one (:class:`leases.Recorder`)."""
+        with leases.recorder(self.engine) as recorder:
+            yield recorder
+
     def beat(self, owner: str, *, host: str, pid: int, senders: int, lease_ms: int) -> None:
         """The deliverer ``owner`` is alive, and its leases renewed (:func:`pkgcat.storage.webhook_leases.beat`)."""
         with self.engine.begin() as db:
@@ -357,12 +364,6 @@ class WebhookStore:
         ``lease_ms``: the lease renewed for that long from now, or ended (None). Any
         delivery ends a run of failures.
         """
-        if len(delivered) == 1 and lease_ms is not None:  # a sender's: made quick
-            (a,) = delivered
-            logged = (a.event_id, a.attempted_at, a.ok, a.status, a.duration_ms, a.response)
-            return leases.record(
-                self.engine, pk, owner, position=position, lease_ms=lease_ms, attempt=logged
-            )
         values: dict[str, Any] = {"position": position}
         if delivered:
             values |= {"attempts": 0, "failing_since": None}

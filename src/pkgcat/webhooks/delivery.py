@@ -51,6 +51,7 @@ from pkgcat.net.addresses import Allowance
 from pkgcat.net.errors import OutboundError
 from pkgcat.net.fetcher import Fetcher, Limits, Policy
 from pkgcat.repository.keys import KeyProblem
+from pkgcat.storage.webhook_leases import Recorder
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, StoredEvent, WebhookStore
 from pkgcat.webhooks.bodies import render
 from pkgcat.webhooks.endpoints import allowance
@@ -226,14 +227,32 @@ class Deliverer:
     def _serve(self, endpoint: EndpointRecord, renewed: float) -> None:
         """Send the endpoint's events from its cursor; ``renewed``: when its lease was taken."""
         store, owner = self._store, self.owner
-        position = endpoint.position
         try:
             keys = self._keys(endpoint)
         except KeyProblem as problem:
             log.error("webhook endpoint %s: %s", endpoint.endpoint_id, problem)
-            store.advance(endpoint.pk, owner, position=position, delivered=[], lease_ms=None)
+            store.advance(
+                endpoint.pk, owner, position=endpoint.position, delivered=[], lease_ms=None
+            )
             return
-        shape, zone, source = self._audience(endpoint)
+        with store.recording() as recorder:
+            audience = self._audience(endpoint)
+            position = self._send_batch(endpoint, recorder, keys, audience, renewed)
+        if position is not None:
+            store.advance(endpoint.pk, owner, position=position, delivered=[], lease_ms=None)
+
+    def _send_batch(
+        self,
+        endpoint: EndpointRecord,
+        recorder: Recorder,
+        keys: list[SigningKey],
+        audience: tuple[Shape, ZoneInfo, str],
+        renewed: float,
+    ) -> int | None:
+        """Send the next events in order, each recorded before the next; the cursor to give
+        the endpoint back at, or None when its lease ended otherwise (failed, lost)."""
+        store, owner, position = self._store, self.owner, endpoint.position
+        shape, zone, source = audience
         any_delivered = False
         for event in store.events_after(endpoint.source_id, position, limit=BATCH):
             if self._stop.is_set():
@@ -247,14 +266,14 @@ class Deliverer:
                     endpoint.endpoint_id,
                     self._settings.lease_seconds,
                 )
-                return
+                return None
             body = render(
                 event, shape=shape, zone=zone, source=source, package_row=store.package_row
             )
             attempt = self.send(endpoint.url, event, body, keys)
             if not attempt.ok:
                 self._failed(endpoint, [attempt], position, any_delivered)
-                return
+                return None
             position = event.seq
             any_delivered = True
             if self._watch is not None:
@@ -262,17 +281,17 @@ class Deliverer:
             # Recorded before the next is sent: a deliverer taking the lease over sends again
             # only an attempt whose answer never reached the database.
             recording = time.monotonic()
-            held = store.advance(
-                endpoint.pk, owner, position=position, delivered=[attempt], lease_ms=self._lease_ms
+            held = recorder.record(
+                endpoint.pk, owner, position=position, lease_ms=self._lease_ms, attempt=attempt
             )
             if not held:
                 log.warning(
                     "webhook endpoint %s: lease lost; another deliverer goes on",
                     endpoint.endpoint_id,
                 )
-                return
+                return None
             renewed = recording
-        store.advance(endpoint.pk, owner, position=position, delivered=[], lease_ms=None)
+        return position
 
     def _audience(self, endpoint: EndpointRecord) -> tuple[Shape, ZoneInfo, str]:
         """The shape, time zone and source name of the endpoint's bodies."""

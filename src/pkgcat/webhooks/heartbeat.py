@@ -1,6 +1,6 @@
 """A deliverer's heartbeat: it is alive, and its leases are renewed while it works.
 
-Every third of the lease (``PKGCAT_WEBHOOK_LEASE_SECONDS``), one statement renews the
+Every third of the lease (``PKGCAT_WEBHOOK_LEASE_SECONDS``), one transaction renews the
 deliverer's row and every lease it holds (:func:`pkgcat.storage.webhook_leases.beat`), so
 an attempt may take as long as its timeout while the lease stays short: a deliverer
 killed outright (``kill -9``, its host lost) stops beating, and its endpoints go to the
