@@ -235,15 +235,17 @@ class Deliverer:
                 endpoint.pk, owner, position=endpoint.position, delivered=[], lease_ms=None
             )
             return
-        with store.recording() as recorder:
-            audience = self._audience(endpoint)
-            position = self._send_batch(endpoint, recorder, keys, audience, renewed)
+        audience = self._audience(endpoint)
+        events = store.events_after(endpoint.source_id, endpoint.position, limit=BATCH)
+        with store.recording() as recorder:  # after the reads: one connection at a time
+            position = self._send_batch(endpoint, events, recorder, keys, audience, renewed)
         if position is not None:
             store.advance(endpoint.pk, owner, position=position, delivered=[], lease_ms=None)
 
     def _send_batch(
         self,
         endpoint: EndpointRecord,
+        events: list[StoredEvent],
         recorder: Recorder,
         keys: list[SigningKey],
         audience: tuple[Shape, ZoneInfo, str],
@@ -254,7 +256,7 @@ class Deliverer:
         store, owner, position = self._store, self.owner, endpoint.position
         shape, zone, source = audience
         any_delivered = False
-        for event in store.events_after(endpoint.source_id, position, limit=BATCH):
+        for event in events:
             if self._stop.is_set():
                 break
             if event.type not in endpoint.events:
