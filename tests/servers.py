@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -150,11 +150,14 @@ def serving(
     args: Sequence[str] = (),
     apps: Sequence[dict[str, Any]] = (),
     port: int | None = None,
+    session: bool = False,
 ) -> Iterator[Served]:
     """``pkgcat serve`` on ``port`` (or a free one) until the block ends, then stopped (SIGINT).
 
     The server counts as started once one worker says it is ready (``/readyz``); with
-    several, the others may still be starting. Its output goes to ``log``.
+    several, the others may still be starting. Its output goes to ``log``. With ``session``
+    it runs in a session (and process group) of its own, as a host's server does, so a
+    test can kill all of it at once (``os.killpg(served.process.pid, SIGKILL)``).
     """
     port = port or free_port()
     output = log.open("w+")
@@ -163,6 +166,7 @@ def serving(
         env=env,
         stdout=output,
         stderr=subprocess.STDOUT,
+        start_new_session=session,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -307,6 +311,35 @@ def children(parent: int) -> set[Proc]:
             if ppid == parent and state != "Z":
                 found.add(Proc(int(entry.name), started))
     return found
+
+
+def connection_owner(port: int, peer_port: int, pids: Iterable[int]) -> int | None:
+    """Which of ``pids`` holds the TCP connection from 127.0.0.1:``port`` to 127.0.0.1:``peer_port``.
+
+    A server on 127.0.0.1 sees a client's port; /proc/net/tcp gives the socket's inode for
+    that pair of ports, and /proc/PID/fd names the process holding it (``socket:[inode]``).
+    None when the connection is gone or none of ``pids`` holds it.
+    """
+    local, remote = f"0100007F:{port:04X}", f"0100007F:{peer_port:04X}"
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[2] == remote:
+            inode = fields[9]
+            break
+    if inode is None:
+        return None
+    wanted = f"socket:[{inode}]"
+    for pid in pids:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # the process has gone
+            continue
+        for descriptor in descriptors:
+            with contextlib.suppress(OSError):  # closed meanwhile
+                if os.readlink(f"/proc/{pid}/fd/{descriptor}") == wanted:
+                    return pid
+    return None
 
 
 def kill_marked(database_url: str) -> int:

@@ -371,9 +371,9 @@ class Settings(BaseSettings):
         description="Seconds an endpoint may fail in a row before it is disabled (3 days).",
     )
     webhook_lease_seconds: float = Field(
-        default=60.0,
-        gt=0,
-        description="How long a deliverer holds an endpoint without renewing it; a deliverer killed mid-send is replaced after it. Must exceed the timeout.",
+        default=5.0,
+        ge=1,
+        description="How long a deliverer holds an endpoint without a heartbeat; it beats every third of it while its attempts run, however long they take. A deliverer killed outright (its host lost) holds its endpoints that long at most; then another takes them over and sends again the attempt that was under way.",
     )
     webhook_senders: int = Field(
         default=4,
@@ -381,16 +381,6 @@ class Settings(BaseSettings):
         le=64,
         description="Endpoints each deliverer sends to at once (a receiver that hangs holds only its own).",
     )
-
-    @model_validator(mode="after")
-    def _lease_outlasts_a_delivery(self) -> Settings:
-        if self.webhook_lease_seconds <= self.webhook_timeout:
-            # A lease shorter than one attempt would let another deliverer send the same event.
-            raise ValueError(
-                f"PKGCAT_WEBHOOK_LEASE_SECONDS ({self.webhook_lease_seconds:g}) must exceed "
-                f"PKGCAT_WEBHOOK_TIMEOUT ({self.webhook_timeout:g})"
-            )
-        return self
 
     store_url: str | None = Field(
         default=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +23,7 @@ from pkgcat.webhooks.endpoints import Endpoints, allowance
 from pkgcat.webhooks.signing import Opener
 from tests.ingest.test_operator_data import PURCHASE, write_csv
 from tests.repository.conftest import blob_dir, cli_env, pkgcat
-from tests.servers import poll
+from tests.servers import connection_owner, poll
 
 __all__ = ["blob_dir", "cli_env", "pkgcat"]  # the repository's fixtures: `pkgcat publish` here too
 
@@ -36,6 +37,10 @@ class Delivery:
 
     headers: dict[str, str]
     body: bytes
+    at: float = 0.0
+    """When it arrived (``time.monotonic()``)."""
+    sender: int | None = None
+    """The pid of the process it came from, when the receiver is told whose it may be."""
 
 
 @dataclass
@@ -43,12 +48,16 @@ class Receiver:
     """An HTTP server on 127.0.0.1 that records every POST and answers as told.
 
     ``status``: the answer (503 while "down"); ``hold``: when set, each request
-    waits for it to be set before answering (a receiver that hangs).
+    waits for it to be set before answering (a receiver that hangs); ``delay``: seconds
+    each answer takes (a receiver that does some work); ``senders``: the pids a request
+    may come from, each request's own named in its :attr:`Delivery.sender` (Linux).
     """
 
     server: ThreadingHTTPServer
     status: int = 200
     hold: threading.Event | None = None
+    delay: float = 0.0
+    senders: tuple[int, ...] = ()
     got: list[Delivery] = field(default_factory=list)
     """Requests answered with a 2xx."""
     seen: list[Delivery] = field(default_factory=list)
@@ -59,8 +68,11 @@ class Receiver:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host!s}:{port}/hook"
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
 
     def ids(self) -> list[str]:
         with self.lock:
@@ -77,22 +89,36 @@ class Receiver:
 
 def _handler(receiver: Callable[[], Receiver]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        # Connections kept alive, as the deliverer's client keeps them: one handler a
+        # connection, which looks its sender up once (/proc/net/tcp can be long to read).
+        protocol_version = "HTTP/1.1"
+        sender: int | None = None
+
         def do_POST(self) -> None:
             me = receiver()
+            at = time.monotonic()
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if me.senders and self.sender is None:
+                self.sender = connection_owner(self.client_address[1], me.port, me.senders)
+            delivery = Delivery(dict(self.headers.items()), body, at, self.sender)
             with me.lock:
                 me.arrived += 1
-                me.seen.append(Delivery(dict(self.headers.items()), body))
+                me.seen.append(delivery)
             if me.hold is not None:
                 me.hold.wait(30)
+            if me.delay:
+                time.sleep(me.delay)  # the receiver's own work, not a test's timing
             status = me.status
             if 200 <= status < 300:
                 with me.lock:
-                    me.got.append(Delivery(dict(self.headers.items()), body))
-            self.send_response(status)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+                    me.got.append(delivery)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+            except (BrokenPipeError, ConnectionResetError):  # its sender was killed meanwhile
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: ARG002 - the base's signature
             return None

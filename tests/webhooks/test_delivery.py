@@ -113,6 +113,27 @@ def test_a_hanging_receiver_holds_no_other_endpoint_back(
     until(lambda: len(hanging.answered()) == 3, "the hanging receiver's events once it answers")
 
 
+def test_an_attempt_longer_than_the_lease_keeps_it_by_heartbeats(
+    admin: CatalogueAdmin,
+    endpoints: Endpoints,
+    receivers: Callable[[], Receiver],
+    deliverers: Start,
+    tmp_path: Path,
+) -> None:
+    """Each answer takes twice the lease, and another deliverer waits for the endpoint: the
+    holder's heartbeats keep its lease, so no event is sent twice. Before, a lease ended
+    unrenewed while an attempt ran, and the other deliverer sent the same event again."""
+    slow = receivers()
+    slow.delay = 2.0
+    endpoints.create(1, slow.url, ["sale.completed"])
+    import_sales(admin.engine, tmp_path, ["HB-1", "HB-2"])
+    deliverers(lease_seconds=1.0)
+    deliverers(lease_seconds=1.0)
+    until(lambda: len(slow.answered()) == 2, "both events")
+    assert slow.ids() == event_ids(admin.engine)
+    assert slow.arrived == 2  # each sent once
+
+
 def test_an_endpoint_failing_for_the_whole_window_is_disabled(
     admin: CatalogueAdmin,
     endpoints: Endpoints,

@@ -116,8 +116,8 @@ def test_pruning_keeps_what_an_endpoint_has_yet_to_pass(
     later = int(time.time()) + 1
     assert store.prune(before=later) == (0, 0)  # the endpoint has passed none of them
     first = store.events_after(1, made.position, limit=1)[0]
-    (claimed,) = store.claim("me", now_ms=0, lease_ms=10**15, limit=1)
-    assert store.advance(claimed.pk, "me", position=first.seq, delivered=[], lease_until_ms=None)
+    (claimed,) = store.claim("me", lease_ms=10**6, limit=1, senders=1)
+    assert store.advance(claimed.pk, "me", position=first.seq, delivered=[], lease_ms=None)
     assert store.prune(before=later - 3600) == (0, 0)  # passed, but not old enough
     assert store.prune(before=later) == (1, 0)
     assert [e.seq for e in store.events_after(1, 0, limit=10)] == [first.seq + 1]

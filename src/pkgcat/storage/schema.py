@@ -395,6 +395,20 @@ webhook_attempts = Table(
 """Every delivery attempt, for the delivery log (migration 0009)."""
 Index("ix_webhook_attempts_endpoint", webhook_attempts.c.endpoint_id, webhook_attempts.c.id)
 
+webhook_deliverers = Table(
+    "webhook_deliverers",
+    metadata,
+    # The id its leases carry in webhook_endpoints.lease_owner.
+    Column("owner", String(40), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("senders", Integer, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    # The database's clock, in milliseconds: its last heartbeat plus its lease.
+    Column("alive_until_ms", BigInteger, nullable=False),
+)
+"""The running deliverers, alive while their heartbeats come (migration 0015)."""
+
 buyers = Table(
     "buyers",
     metadata,

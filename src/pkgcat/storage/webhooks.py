@@ -1,30 +1,35 @@
 """Webhook endpoints and their delivery state, on SQLAlchemy Core (SQLite and PostgreSQL).
 
 The deliverers' side is a claim and a cursor. :meth:`WebhookStore.claim` leases
-endpoints that are due and have events past their cursor; on PostgreSQL the
+endpoints that are due and have events past their cursor, no more than the
+deliverer's fair share (:mod:`pkgcat.storage.webhook_leases`); on PostgreSQL the
 candidates are read ``FOR UPDATE SKIP LOCKED``, so several servers claiming at
 once each get others, and on SQLite the claim is one ``BEGIN IMMEDIATE``
-transaction (one writer at a time). A lease ends at a time: a deliverer killed
-mid-send holds its endpoints until then, and the next claim after it resends
-what was not recorded as delivered (at least once). Each step of a lease
-(:meth:`advance`, :meth:`fail`, :meth:`release`) writes only while the lease is
-still the caller's, so a deliverer that lost its lease writes nothing.
+transaction (one writer at a time). A lease ends at a time of the database's
+clock, renewed by the holder's heartbeats and by each delivery it records: a
+deliverer killed mid-send holds its endpoints until then, and the next claim
+after it resends what was not recorded as delivered (at least once). Each step
+of a lease (:meth:`advance`, :meth:`fail`) writes only while the lease is still
+the caller's, so a deliverer that lost its lease writes nothing.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, and_, delete, exists, func, insert, or_, select, text, update
+from sqlalchemy import Engine, delete, exists, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from pkgcat.storage import schema as t
+from pkgcat.storage import webhook_leases as leases
 from pkgcat.storage.engine import write_transaction
 from pkgcat.storage.rows import PACKAGE_SELECT
+from pkgcat.storage.webhook_leases import now_ms
 from pkgcat.storage.writes.outbox import take_order
 
 _PACKAGE = text(PACKAGE_SELECT + "WHERE p.package = :package")
@@ -240,36 +245,35 @@ class WebhookStore:
 
     # Delivery -------------------------------------------------------------------------------
 
-    def _due(self, now_ms: int) -> Any:
-        e, v = t.webhook_endpoints, t.webhook_events
-        return and_(
-            e.c.enabled.is_(True),
-            e.c.next_attempt_ms <= now_ms,
-            or_(e.c.lease_until_ms.is_(None), e.c.lease_until_ms < now_ms),
-            exists().where(v.c.source_id == e.c.source_id, v.c.seq > e.c.position),
-        )
-
-    def claim(self, owner: str, *, now_ms: int, lease_ms: int, limit: int) -> list[EndpointRecord]:
-        """Lease up to ``limit`` endpoints that are due and have events to send."""
+    def claim(self, owner: str, *, lease_ms: int, limit: int, senders: int) -> list[EndpointRecord]:
+        """Lease to ``owner`` up to ``limit`` endpoints that are due and have events to send,
+        within its fair share for its ``senders`` (:mod:`pkgcat.storage.webhook_leases`)."""
         e = t.webhook_endpoints
         with self.engine.connect() as db:  # a read first: an idle deliverer takes no lock
-            if db.execute(select(e.c.id).where(self._due(now_ms)).limit(1)).first() is None:
-                return []
+            take = leases.claimable(db, owner, senders=senders, limit=limit)
+        if take <= 0:
+            return []
         with write_transaction(self.engine) as db:
-            query = (
-                select(e.c.id).where(self._due(now_ms)).order_by(e.c.next_attempt_ms).limit(limit)
-            )
-            if db.dialect.name == "postgresql":
-                query = query.with_for_update(skip_locked=True)
-            ids = [row[0] for row in db.execute(query)]
+            ids = leases.lease(db, owner, lease_ms=lease_ms, limit=take)
             if not ids:
                 return []
-            db.execute(
-                update(e)
-                .where(e.c.id.in_(ids))
-                .values(lease_owner=owner, lease_until_ms=now_ms + lease_ms)
-            )
             return [_record(row) for row in db.execute(select(e).where(e.c.id.in_(ids)))]
+
+    @contextmanager
+    def recording(self) -> Iterator[leases.Recorder]:
+        """What records a sender's deliveries one by one (:class:`leases.Recorder`)."""
+        with leases.recorder(self.engine) as recorder:
+            yield recorder
+
+    def beat(self, owner: str, *, host: str, pid: int, senders: int, lease_ms: int) -> None:
+        """The deliverer ``owner`` is alive, and its leases renewed (:func:`pkgcat.storage.webhook_leases.beat`)."""
+        with self.engine.begin() as db:
+            leases.beat(db, owner, host=host, pid=pid, senders=senders, lease_ms=lease_ms)
+
+    def leave(self, owner: str) -> None:
+        """The deliverer ``owner`` has stopped (its leases ended already)."""
+        with self.engine.begin() as db:
+            leases.leave(db, owner)
 
     def events_after(self, source_id: int, position: int, *, limit: int) -> list[StoredEvent]:
         v = t.webhook_events
@@ -353,19 +357,22 @@ class WebhookStore:
         *,
         position: int,
         delivered: Sequence[Attempt],
-        lease_until_ms: int | None,
+        lease_ms: int | None,
     ) -> bool:
         """Record deliveries and move the cursor to ``position``; False if the lease was lost.
 
-        ``lease_until_ms``: the lease renewed until then, or ended (None). Any delivery
-        ends a run of failures.
+        ``lease_ms``: the lease renewed for that long from now, or ended (None). Any
+        delivery ends a run of failures.
         """
-        values: dict[str, Any] = {"position": position, "lease_until_ms": lease_until_ms}
-        if lease_until_ms is None:
-            values["lease_owner"] = None
+        values: dict[str, Any] = {"position": position}
         if delivered:
             values |= {"attempts": 0, "failing_since": None}
         with self.engine.begin() as db:
+            leases.unflushed(db)
+            if lease_ms is None:
+                values |= {"lease_owner": None, "lease_until_ms": None}
+            else:
+                values["lease_until_ms"] = now_ms(db) + lease_ms
             if not self._held(db, pk, owner, values):
                 return False
             self._log(db, pk, delivered)
@@ -380,22 +387,22 @@ class WebhookStore:
         position: int,
         failures: int,
         failing_since: int,
-        next_attempt_ms: int,
+        retry_in_ms: int,
         disable_reason: str | None,
     ) -> None:
-        """Record ``attempts`` (the last one failed), the run of failures and the next attempt
-        (or the endpoint disabled); the lease ends."""
+        """Record ``attempts`` (the last one failed), the run of failures and the next attempt,
+        ``retry_in_ms`` from now (or the endpoint disabled); the lease ends."""
         values: dict[str, Any] = {
             "position": position,
             "attempts": failures,
             "failing_since": failing_since,
-            "next_attempt_ms": next_attempt_ms,
             "lease_owner": None,
             "lease_until_ms": None,
         }
         if disable_reason is not None:
             values |= {"enabled": False, "disabled_reason": disable_reason}
         with self.engine.begin() as db:
+            values["next_attempt_ms"] = now_ms(db) + retry_in_ms
             if self._held(db, pk, owner, values):
                 self._log(db, pk, attempts)
 

@@ -1,11 +1,22 @@
 """The deliverer: claims endpoints, posts their events in order, retries, disables.
 
-One thread claims (:meth:`pkgcat.storage.webhooks.WebhookStore.claim`) and up
-to ``PKGCAT_WEBHOOK_SENDERS`` threads send, one endpoint each: a receiver that
-hangs holds its own sender for the timeout at most, never another endpoint.
-An endpoint's events go out one at a time in ``seq`` order; the cursor moves
-past an event once a 2xx for it is recorded, so a deliverer killed mid-send
-(``kill -9``) leaves the event to be sent again after its lease: at least once.
+One thread claims (:meth:`pkgcat.storage.webhooks.WebhookStore.claim`) its fair
+share of the endpoints with events to send (:mod:`pkgcat.storage.webhook_leases`),
+so every worker of every host delivers some; up to ``PKGCAT_WEBHOOK_SENDERS``
+threads send, one endpoint each: a receiver that hangs holds its own sender for
+the timeout at most, never another endpoint. Another thread beats every third of
+``PKGCAT_WEBHOOK_LEASE_SECONDS`` (5 s), renewing the deliverer's leases while its
+attempts are under way, however long they take: a deliverer killed outright
+(``kill -9``, its host lost) stops beating, and its endpoints are taken over
+within one lease.
+
+An endpoint's events go out one at a time in ``seq`` order; each 2xx is recorded
+(the cursor moved past the event, the attempt logged, the lease renewed) before
+the next event is sent, so the next holder of a lease resends only the attempt
+that was under way when its deliverer was lost: an answer that never reached the
+database. A sender whose lease may have lapsed (no heartbeat nor record has
+reached the database for a lease) sends nothing more: another deliverer may hold
+the endpoint by then.
 
 An attempt succeeds on a 2xx within ``PKGCAT_WEBHOOK_TIMEOUT`` (10 s), the whole
 exchange included. The fetcher of :mod:`pkgcat.net` makes it: the address is
@@ -40,9 +51,11 @@ from pkgcat.net.addresses import Allowance
 from pkgcat.net.errors import OutboundError
 from pkgcat.net.fetcher import Fetcher, Limits, Policy
 from pkgcat.repository.keys import KeyProblem
+from pkgcat.storage.webhook_leases import Recorder
 from pkgcat.storage.webhooks import Attempt, EndpointRecord, StoredEvent, WebhookStore
 from pkgcat.webhooks.bodies import render
 from pkgcat.webhooks.endpoints import allowance
+from pkgcat.webhooks.heartbeat import Heartbeat
 from pkgcat.webhooks.signing import Opener, SigningKey, signature_header, standard_headers
 
 if TYPE_CHECKING:
@@ -55,11 +68,8 @@ KEPT_ANSWER_CHARS = 256
 """Characters of an answer (or of the reason there was none) the delivery log keeps."""
 MAX_DELAY = 6 * 3600.0
 BATCH = 200
-"""Events read per endpoint and lease."""
-RECORD_EVERY = 50
-RECORD_SECONDS = 0.25
-"""Deliveries are recorded (the cursor moved) every 50 of them or 0.25 s, whichever first:
-a deliverer killed outright sends those of its last moment again (at least once)."""
+"""Events read per endpoint and lease: a deliverer then gives the endpoint back, so a
+deliverer that starts meanwhile gets its share."""
 IDLE_POLL = 0.25
 """Seconds between claims when there was nothing to claim."""
 
@@ -69,7 +79,7 @@ class DeliverySettings:
     timeout: float = 10.0
     retry_seconds: float = 30.0
     retry_window: int = 3 * 24 * 3600
-    lease_seconds: float = 60.0
+    lease_seconds: float = 5.0
     senders: int = 4
     default_shape: Shape = "A"
     default_timezone: str = "UTC"
@@ -119,6 +129,10 @@ class Deliverer:
         self._prune_due = 0.0
         self._policy = Policy(allow=allowed, timeout=settings.timeout)
         self.owner = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self._lease_ms = int(settings.lease_seconds * 1000)
+        self._heart = Heartbeat(
+            store, self.owner, lease=settings.lease_seconds, senders=settings.senders
+        )
         self._local = threading.local()
         self._fetchers: list[Fetcher] = []
         self._fetchers_lock = threading.Lock()
@@ -131,28 +145,33 @@ class Deliverer:
     def run(self) -> None:
         """Claim and send until :meth:`stop`; senders finish their current attempt first."""
         busy: set[Future[None]] = set()
-        lease_ms = int(self._settings.lease_seconds * 1000)
-        with ThreadPoolExecutor(self._settings.senders, "pkgcat-webhook") as pool:
-            while not self._stop.is_set():
-                free = self._settings.senders - len(busy)
-                claimed: list[EndpointRecord] = []
-                if free > 0:
-                    try:
-                        claimed = self._store.claim(
-                            self.owner, now_ms=_now_ms(), lease_ms=lease_ms, limit=free
-                        )
-                    except Exception:  # the database away: try again, never die
-                        log.exception("webhook deliverer: claiming endpoints failed")
-                for endpoint in claimed:
-                    future = pool.submit(self._serve, endpoint)
-                    busy.add(future)
-                    future.add_done_callback(self._done(busy))
-                self._tell_levels()
-                self._prune()
-                if not claimed:
-                    self._wake.wait(IDLE_POLL)
-                    self._wake.clear()
-        self.close()
+        senders = self._settings.senders
+        self._heart.start()
+        try:
+            with ThreadPoolExecutor(senders, "pkgcat-webhook") as pool:
+                while not self._stop.is_set():
+                    free = senders - len(busy)
+                    claimed: list[EndpointRecord] = []
+                    started = time.monotonic()
+                    if free > 0:
+                        try:
+                            claimed = self._store.claim(
+                                self.owner, lease_ms=self._lease_ms, limit=free, senders=senders
+                            )
+                        except Exception:  # the database away: try again, never die
+                            log.exception("webhook deliverer: claiming endpoints failed")
+                    for endpoint in claimed:
+                        future = pool.submit(self._serve, endpoint, started)
+                        busy.add(future)
+                        future.add_done_callback(self._done(busy))
+                    self._tell_levels()
+                    self._prune()
+                    if not claimed:
+                        self._wake.wait(IDLE_POLL)
+                        self._wake.clear()
+        finally:  # the senders are done: their leases are given back or recorded
+            self._heart.stop()
+            self.close()
 
     def close(self) -> None:
         """Close the connections of every thread's fetcher (those of manual sends too)."""
@@ -205,53 +224,76 @@ class Deliverer:
 
     # One endpoint ------------------------------------------------------------------------------
 
-    def _serve(self, endpoint: EndpointRecord) -> None:
+    def _serve(self, endpoint: EndpointRecord, renewed: float) -> None:
+        """Send the endpoint's events from its cursor; ``renewed``: when its lease was taken."""
         store, owner = self._store, self.owner
-        position = endpoint.position
         try:
             keys = self._keys(endpoint)
         except KeyProblem as problem:
             log.error("webhook endpoint %s: %s", endpoint.endpoint_id, problem)
-            store.advance(endpoint.pk, owner, position=position, delivered=[], lease_until_ms=None)
+            store.advance(
+                endpoint.pk, owner, position=endpoint.position, delivered=[], lease_ms=None
+            )
             return
-        shape, zone, source = self._audience(endpoint)
-        lease_ms = int(self._settings.lease_seconds * 1000)
-        delivered: list[Attempt] = []  # since the last record
+        audience = self._audience(endpoint)
+        events = store.events_after(endpoint.source_id, endpoint.position, limit=BATCH)
+        with store.recording() as recorder:  # after the reads: one connection at a time
+            position = self._send_batch(endpoint, events, recorder, keys, audience, renewed)
+        if position is not None:
+            store.advance(endpoint.pk, owner, position=position, delivered=[], lease_ms=None)
+
+    def _send_batch(
+        self,
+        endpoint: EndpointRecord,
+        events: list[StoredEvent],
+        recorder: Recorder,
+        keys: list[SigningKey],
+        audience: tuple[Shape, ZoneInfo, str],
+        renewed: float,
+    ) -> int | None:
+        """Send the next events in order, each recorded before the next; the cursor to give
+        the endpoint back at, or None when its lease ended otherwise (failed, lost)."""
+        store, owner, position = self._store, self.owner, endpoint.position
+        shape, zone, source = audience
         any_delivered = False
-        recorded = time.monotonic()
-        for event in store.events_after(endpoint.source_id, position, limit=BATCH):
+        for event in events:
             if self._stop.is_set():
                 break
             if event.type not in endpoint.events:
                 position = event.seq
                 continue
+            if time.monotonic() >= self._heart.held_until(renewed):
+                log.warning(
+                    "webhook endpoint %s: lease not renewed for %g s; sending stops",
+                    endpoint.endpoint_id,
+                    self._settings.lease_seconds,
+                )
+                return None
             body = render(
                 event, shape=shape, zone=zone, source=source, package_row=store.package_row
             )
             attempt = self.send(endpoint.url, event, body, keys)
             if not attempt.ok:
-                self._failed(endpoint, [*delivered, attempt], position, any_delivered)
-                return
+                self._failed(endpoint, [attempt], position, any_delivered)
+                return None
             position = event.seq
-            delivered.append(attempt)
             any_delivered = True
             if self._watch is not None:
                 self._watch.webhook_result("delivered")
-            if len(delivered) >= RECORD_EVERY or time.monotonic() - recorded >= RECORD_SECONDS:
-                held = store.advance(
-                    endpoint.pk, owner, position=position, delivered=delivered,
-                    lease_until_ms=_now_ms() + lease_ms,
-                )  # fmt: skip
-                if not held:
-                    log.warning(
-                        "webhook endpoint %s: lease lost; another deliverer goes on",
-                        endpoint.endpoint_id,
-                    )
-                    return
-                delivered, recorded = [], time.monotonic()
-        store.advance(
-            endpoint.pk, owner, position=position, delivered=delivered, lease_until_ms=None
-        )
+            # Recorded before the next is sent: a deliverer taking the lease over sends again
+            # only an attempt whose answer never reached the database.
+            recording = time.monotonic()
+            held = recorder.record(
+                endpoint.pk, owner, position=position, lease_ms=self._lease_ms, attempt=attempt
+            )
+            if not held:
+                log.warning(
+                    "webhook endpoint %s: lease lost; another deliverer goes on",
+                    endpoint.endpoint_id,
+                )
+                return None
+            renewed = recording
+        return position
 
     def _audience(self, endpoint: EndpointRecord) -> tuple[Shape, ZoneInfo, str]:
         """The shape, time zone and source name of the endpoint's bodies."""
@@ -300,7 +342,7 @@ class Deliverer:
             position=position,
             failures=failures,
             failing_since=since,
-            next_attempt_ms=_now_ms() + int(delay * 1000),
+            retry_in_ms=int(delay * 1000),
             disable_reason=reason,
         )
 
@@ -349,10 +391,6 @@ class Deliverer:
         ok = status is not None and 200 <= status < 300
         duration = int((time.monotonic() - started) * 1000)
         return Attempt(event.event_id, now, ok, status, duration, said[:KEPT_ANSWER_CHARS])
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def deliverer_for(

@@ -19,7 +19,7 @@ store_refunds holds each refund of a store sale.
 Amounts are integers in the currency's minor units.
 
 Revision ID: 0018
-Revises: 0014
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0018"
-down_revision: str | None = "0014"
+down_revision: str | None = "0015"
 branch_labels: str | None = None
 depends_on: str | None = None
 
