@@ -135,7 +135,9 @@ def redeem(
     package the buyer owns already (the code stays unredeemed, for someone else).
     """
     g, p = t.gift_codes, t.packages
-    with engine.begin() as db:
+    # The write lock from the first read on SQLite (two redemptions queue, the second reads
+    # the first's commit); on PostgreSQL the UPDATE below decides.
+    with write_transaction(engine) as db:
         row = db.execute(
             select(g.c.id, g.c.package_id, g.c.expires_at, g.c.redeemed_at, p.c.source_id,
                    p.c.package, p.c.online)
