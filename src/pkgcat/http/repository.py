@@ -246,7 +246,7 @@ class RepositoryApp:
             (b"content-length", str(len(body)).encode()),
             (b"cache-control", IMMUTABLE.encode()),
             (b"etag", f'"{found[1]}"'.encode()),
-            (b"x-content-type-options", b"nosniff"),
+            # (X-Content-Type-Options: nosniff is the site's, on every answer.)
             (b"content-security-policy", b"default-src 'none'"),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -100,8 +100,8 @@ def set_page(
                 update(g)
                 .where(g.c.package_id == found.id)
                 .values(
-                    {name: _to_column(name, value) for name, value in name_changes.items()},
-                    updated_at=now,
+                    {name: _to_column(name, value) for name, value in name_changes.items()}
+                    | {"updated_at": now}
                 )
             )
             apply_pages(db, g.c.package_id == found.id)
