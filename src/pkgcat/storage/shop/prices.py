@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import orjson
 from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.engine import Connection
 
@@ -18,6 +19,7 @@ from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
 from pkgcat.storage.shop import discounts
 from pkgcat.storage.shop.log import Owned, changed, owned
+from pkgcat.storage.writes import outbox
 
 Check = Callable[[str, str], str]
 """Checks a sale against the list price and currency, under the package's lock; the
@@ -59,21 +61,31 @@ def set_price(
 
 def price_changes(db: Connection, rows: list[tuple[int, str, str]], actor: str, now: int) -> None:
     """The history lines and events of prices an operator's file set (package id, price,
-    currency), in the file's transaction."""
-    p = t.packages
+    currency), in the file's transaction (which stamped the rows already): one statement
+    for the lines, one for the events, however many rows."""
+    p, h = t.packages, t.package_history
     ids = [package_id for package_id, _, _ in rows]
     found = {
-        row.id: Owned(*row)
-        for row in db.execute(
-            select(
-                p.c.id, p.c.source_id, p.c.package, p.c.price, p.c.currency, p.c.online,
-                p.c.commercial, p.c.version,
-            ).where(p.c.id.in_(ids))
-        )
-    }  # fmt: skip
-    for package_id, price, currency in rows:
-        facts = {"price": price, "currency": currency}
-        changed(db, found[package_id], actor, PackagePriceChanged, facts, now)
+        row.id: (row.source_id, row.package)
+        for row in db.execute(select(p.c.id, p.c.source_id, p.c.package).where(p.c.id.in_(ids)))
+    }
+    facts = [{"price": price, "currency": currency} for _, price, currency in rows]
+    db.execute(
+        h.insert(),
+        [
+            {"package_id": package_id, "source_id": found[package_id][0], "at": now,
+             "actor": actor, "change": PackagePriceChanged.name,
+             "facts": orjson.dumps(fact).decode()}
+            for (package_id, _, _), fact in zip(rows, facts, strict=True)
+        ],
+    )  # fmt: skip
+    heard = outbox.listening(db, {source for source, _ in found.values()})
+    events = [
+        PackagePriceChanged(found[package_id][0], found[package_id][1], actor, fact)
+        for (package_id, _, _), fact in zip(rows, facts, strict=True)
+        if found[package_id][0] in heard
+    ]
+    outbox.emit(db, events, now=now)
 
 
 def _sale(db: Connection, found: Owned) -> Sale | None:
