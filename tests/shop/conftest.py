@@ -11,15 +11,19 @@ from sqlalchemy import Engine
 
 from pkgcat.storage.engine import engine_for
 from tests.conftest import Api, AppFactory
-from tests.store.conftest import (  # noqa: F401  # fixtures the shop's tests share
-    Mailbox,
+from tests.repository.conftest import (  # noqa: F401  # fixtures the shop's tests share
     blob_dir,
     cli_env,
-    mailbox,
     pkgcat,
+)
+from tests.store.conftest import (  # noqa: F401  # fixtures the shop's tests share
+    Mailbox,
+    mailbox,
     sold,
     store_settings,
 )
+
+__all__ = ["ALPHA", "NOW", "REPO", "Mailbox", "store_settings"]
 
 ALPHA = 1
 """The catalogue's source Alpha (tests/conftest.py), whose packages the tests sell."""

@@ -4,7 +4,6 @@ total 0, owned through purchases; a code is redeemed once, whatever races it."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -40,7 +39,9 @@ def test_codes_are_made_listed_with_their_state_and_shown_only_once(engine: Engi
     listed = gifts.list_codes(engine, ALPHA, "com.alpha.paid", NOW)
     assert [gift.state for gift in listed] == ["open"] * 3
     assert {gift.hint for gift in listed} == {code.replace("-", "")[-4:] for code in made.codes}
-    stored = rows(engine.url.render_as_string(hide_password=False), "SELECT code_hash FROM gift_codes")
+    stored = rows(
+        engine.url.render_as_string(hide_password=False), "SELECT code_hash FROM gift_codes"
+    )
     assert not any(code.replace("-", "") in str(row) for row in stored for code in made.codes)
 
     buyer = _buyer(engine, "given@example.test")
@@ -49,7 +50,9 @@ def test_codes_are_made_listed_with_their_state_and_shown_only_once(engine: Engi
 
     done = gifts.redeem(engine, digest(code_text(code)), buyer, "given@example.test", None, NOW + 5)
     assert done.package == "com.alpha.paid"
-    states = {gift.hint: gift.state for gift in gifts.list_codes(engine, ALPHA, "com.alpha.paid", NOW + 5)}
+    states = {
+        gift.hint: gift.state for gift in gifts.list_codes(engine, ALPHA, "com.alpha.paid", NOW + 5)
+    }
     assert sorted(states.values()) == ["open", "open", "redeemed"]
     assert [g.state for g in gifts.list_codes(engine, ALPHA, "com.alpha.paid", NOW + 86_401)].count(
         "expired"
@@ -58,12 +61,12 @@ def test_codes_are_made_listed_with_their_state_and_shown_only_once(engine: Engi
     url = engine.url.render_as_string(hide_password=False)
     sale = rows(
         url,
-        "SELECT total, commission, currency, payment_platform, status, nickname FROM purchases"
-        f" WHERE txn_id = '{done.txn_id}'",
+        "SELECT total, commission, currency, payment_platform, status, nickname, txn_id"
+        " FROM purchases WHERE payment_platform = 'gift'",
     )
-    assert sale == [("0.00", "0.00", "USD", "gift", "Completed", "given@example.test")]
+    assert sale == [("0.00", "0.00", "USD", "gift", "Completed", "given@example.test", done.txn_id)]
     # Nothing for the seller's ledger: no money passed.
-    assert rows(url, f"SELECT count(*) FROM ledger_entries WHERE txn_id = '{done.txn_id}'") == [(0,)]
+    assert rows(url, "SELECT count(*) FROM ledger_entries WHERE txn_id LIKE 'gift_%'") == [(0,)]
     with pytest.raises(ShopRefused, match="redeemed already"):
         gifts.redeem(engine, digest(code_text(code)), _buyer(engine, "late@example.test"),
                      "late@example.test", None, NOW + 6)  # fmt: skip
@@ -105,7 +108,8 @@ def test_a_code_redeemed_twice_at_once_by_two_hosts_is_owned_once(
         host.dispose()
     won = [o for o in outcomes if isinstance(o, gifts.Redeemed)]
     lost = [o for o in outcomes if isinstance(o, ShopRefused)]
-    assert len(won) == 1 and len(lost) == 1, outcomes
+    assert len(won) == 1, outcomes
+    assert len(lost) == 1, outcomes
     assert lost[0].field == "gift_code"
     assert rows(database_url, "SELECT count(*) FROM purchases WHERE payment_platform = 'gift'") == [
         (1,)
@@ -130,6 +134,7 @@ class Outbox:
         self.sent: list[tuple[str, str, str]] = []
 
     async def send_gift(self, to: str, code: str, package: str, until: str) -> None:
+        assert until  # the day the code lasts to, as the mail says it
         self.sent.append((to, code, package))
 
 
@@ -140,11 +145,16 @@ async def test_a_copy_given_to_a_known_buyer_is_owned_at_once_else_a_code_is_mai
     known = _buyer(engine, "known@example.test")
     mailed = Outbox()
     given = await _give(
-        engine, mailed, ("com.alpha.paid", "Known@Example.test"), ("com.alpha.paid", "new@example.test")
+        engine,
+        mailed,
+        ("com.alpha.paid", "Known@Example.test"),
+        ("com.alpha.paid", "new@example.test"),
     )
     assert [g.delivered for g in given] == ["owned", "mailed"]  # type: ignore[attr-defined]
     assert store.owned_packages(engine, known) == ["com.alpha.paid"]
-    assert [(to, package) for to, _, package in mailed.sent] == [("new@example.test", "com.alpha.paid")]
+    assert [(to, package) for to, _, package in mailed.sent] == [
+        ("new@example.test", "com.alpha.paid")
+    ]
     again = await _give(engine, mailed, ("com.alpha.paid", "known@example.test"))
     assert [g.delivered for g in again] == ["owned_already"]  # type: ignore[attr-defined]
     listed = gifts.list_codes(engine, ALPHA, "com.alpha.paid", NOW)
@@ -195,7 +205,8 @@ def test_a_mailed_code_is_redeemed_on_the_sign_in_page(
     )  # fmt: skip
     device = Sileo(shop.http, "/store/")
     page = shop.http.get("/store/authenticate", params={"udid": device.udid, "model": device.model})
-    assert 'name="gift_code"' in page.text and 'name="discount_code"' in page.text
+    assert 'name="gift_code"' in page.text
+    assert 'name="discount_code"' in page.text
     sent = shop.http.post(
         "/store/authenticate/email",
         data=hidden_fields(page.text) | {"email": "page@example.test", "gift_code": made.codes[0]},
@@ -230,3 +241,23 @@ def test_a_mailed_code_is_redeemed_on_the_sign_in_page(
     assert late.status_code == 200
     assert "redeemed already" in late.text
     assert "sileo://authentication_success?" in late.text
+
+
+@pytest.mark.anyio
+async def test_a_source_deleted_with_cascade_takes_its_shop_with_it(
+    engine: Engine, database_url: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from pkgcat.cli import app as cli
+    from pkgcat.shop import pages, selling
+
+    pages.edit_page(engine, ALPHA, "com.alpha.paid", {"name": "Paid"}, actor=SELLER, now=NOW)
+    selling.create_discount(engine, ALPHA, "com.alpha.paid", code="GONE", percent="10",
+                            max_uses=1, ends_at=NOW + 60, actor=SELLER, now=NOW)  # fmt: skip
+    await _give(engine, Outbox(), ("com.alpha.paid", "x@example.test"))
+    env = {"PKGCAT_DATABASE_URL": database_url}
+    done = CliRunner().invoke(cli, ["source", "delete", "Alpha", "--cascade"], env=env)
+    assert done.exit_code == 0, done.output
+    for table in ("package_pages", "package_history", "gift_codes", "discount_codes"):
+        assert rows(database_url, f"SELECT count(*) FROM {table}") == [(0,)], table  # noqa: S608 - a table name of the test's own

@@ -86,7 +86,9 @@ def test_an_edit_is_served_in_the_stanza_and_both_depictions_and_kept_in_the_his
     views = native["tabs"][0]["views"]
     assert views[0] == {"class": "DepictionHeaderView", "title": "Other Pro"}
     assert "**bold**" in views[1]["markdown"]  # Markdown, for Sileo to render
-    rows_shown = {v.get("title"): v.get("text") for v in views if v["class"] == "DepictionTableTextView"}
+    rows_shown = {
+        v.get("title"): v.get("text") for v in views if v["class"] == "DepictionTableTextView"
+    }
     assert rows_shown["Compatibility"] == "iOS 15.0 to 17.4"
     assert {"class": "DepictionTableButtonView", "title": "Support",
             "action": "https://example.com/help"} in views  # fmt: skip
@@ -172,8 +174,12 @@ def test_an_icon_and_screenshots_are_re_encoded_stored_and_served_with_cache_hea
 
     blobs = DirectoryBlobs(Path(cli_env["PKGCAT_BLOB_DIR"]))
     # Trailing bytes after the image (a polyglot's payload) are not kept: it is re-encoded.
-    icon = anyio.run(lambda: pages.store_image(blobs, "icon", _png() + b"<script>", "image/png", **LIMITS))
-    shot = anyio.run(lambda: pages.store_image(blobs, "screenshot", _jpeg(), "image/jpeg", **LIMITS))
+    icon = anyio.run(
+        lambda: pages.store_image(blobs, "icon", _png() + b"<script>", "image/png", **LIMITS)
+    )
+    shot = anyio.run(
+        lambda: pages.store_image(blobs, "screenshot", _jpeg(), "image/jpeg", **LIMITS)
+    )
     assert (icon.width, icon.height, shot.name[-4:]) == (8, 8, ".jpg")
     pages.set_images(engine, ALPHA, "com.alpha.other", icon=icon, screenshots=[shot],
                      actor=SELLER, now=NOW)  # fmt: skip

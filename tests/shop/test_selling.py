@@ -19,7 +19,7 @@ from pkgcat.storage.engine import engine_for
 from pkgcat.storage.shop.log import history
 from tests.backends import rows
 from tests.conftest import Api, AppFactory
-from tests.repository.test_served import stanzas, wait_for
+from tests.repository.test_served import wait_for
 from tests.shop.conftest import ALPHA, NOW, REPO, Mailbox, store_settings
 from tests.store.sileo import Sileo, hidden_fields
 
@@ -42,18 +42,22 @@ def test_a_price_is_refused_naming_the_field_and_nothing_is_written(
     engine: Engine, database_url: str, price: str, currency: str | None, field: str, says: str
 ) -> None:
     with pytest.raises(ShopRefused) as refused:
-        selling.set_price(engine, ALPHA, OTHER, price=price, currency=currency, actor=SELLER, now=NOW)
+        selling.set_price(
+            engine, ALPHA, OTHER, price=price, currency=currency, actor=SELLER, now=NOW
+        )
     assert (refused.value.field, says in refused.value.message) == (field, True), refused.value
-    assert rows(database_url, f"SELECT price, currency FROM packages WHERE package = '{OTHER}'") == [
-        ("4.99", "USD")
-    ]
+    assert rows(
+        database_url, "SELECT price, currency FROM packages WHERE package = 'com.alpha.other'"
+    ) == [("4.99", "USD")]
     assert rows(database_url, "SELECT count(*) FROM package_history") == [(0,)]
 
 
 def test_the_seller_and_the_operators_import_share_one_history(
     engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
-    done = selling.set_price(engine, ALPHA, OTHER, price="500", currency="jpy", actor=SELLER, now=NOW)
+    done = selling.set_price(
+        engine, ALPHA, OTHER, price="500", currency="jpy", actor=SELLER, now=NOW
+    )
     assert (done.price, done.currency) == ("500", "JPY")
     selling.set_price(engine, ALPHA, OTHER, online=False, actor=SELLER, now=NOW + 1)
     prices = tmp_path / "prices.csv"
@@ -71,7 +75,10 @@ def test_the_seller_and_the_operators_import_share_one_history(
 
 
 def test_a_sale_is_shown_applied_at_purchase_and_recorded_with_the_commission_on_what_was_paid(
-    make_api: AppFactory, cli_env: dict[str, str], engine: Engine, mailbox: tuple[Mailbox, int],
+    make_api: AppFactory,
+    cli_env: dict[str, str],
+    engine: Engine,
+    mailbox: tuple[Mailbox, int],
     database_url: str,
 ) -> None:
     settings = store_settings(mailbox[1], repository_url=REPO, commission_percent="15")
@@ -122,7 +129,8 @@ def test_a_discount_code_entered_on_the_sign_in_page_is_applied_once_and_counted
     assert "discount_code: no such discount code" in wrong.text
     sent = shop.http.post(
         "/store/authenticate/email",
-        data=hidden_fields(wrong.text) | {"email": "code@example.test", "discount_code": "spring-20"},
+        data=hidden_fields(wrong.text)
+        | {"email": "code@example.test", "discount_code": "spring-20"},
     )
     done = shop.http.post(
         "/store/authenticate/code",
@@ -155,7 +163,9 @@ def test_two_purchases_at_once_on_a_codes_last_use_one_wins(
     for n in range(2):
         email = f"last{n}@example.test"
         store.save_code(engine, email, "c" * 64, NOW + 600)
-        buyer = store.sign_in(engine, email, "c" * 64, f"{n}" * 64, "s" * 64, f"udid{n}", "iPhone", NOW)
+        buyer = store.sign_in(
+            engine, email, "c" * 64, f"{n}" * 64, "s" * 64, f"udid{n}", "iPhone", NOW
+        )
         assert buyer is not None
         buyers.append((buyer, email))
     hosts = [engine_for(database_url) for _ in buyers]

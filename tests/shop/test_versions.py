@@ -56,7 +56,9 @@ def test_roll_back_withdraw_and_release_move_what_is_listed_and_served(
     versions = [v["text"] for v in native["tabs"][0]["views"] if v.get("title") == "Version"]
     assert versions == ["2.1"]
 
-    releases.set_changelog(engine, ALPHA, PAID, "2.0", "Fixed **the crash**.", actor=SELLER, now=NOW)
+    releases.set_changelog(
+        engine, ALPHA, PAID, "2.0", "Fixed **the crash**.", actor=SELLER, now=NOW
+    )
     after = releases.withdraw(engine, ALPHA, PAID, "2.1", preference=PREFER, actor=SELLER, now=NOW)
     assert after.served == "2.0"
     wait_for(lambda: _listed(shop) == ["2.0"], "the withdrawal")
@@ -73,7 +75,9 @@ def test_roll_back_withdraw_and_release_move_what_is_listed_and_served(
         "package.version_released", "package.version_withdrawn", "package.changelog_changed",
         "package.version_released",
     ]  # fmt: skip
-    assert rows(database_url, f"SELECT version FROM packages WHERE package = '{PAID}'") == [("2.2",)]
+    assert rows(database_url, "SELECT version FROM packages WHERE package = 'com.alpha.paid'") == [
+        ("2.2",)
+    ]
 
 
 @pytest.mark.parametrize(

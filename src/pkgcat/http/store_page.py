@@ -240,14 +240,14 @@ def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
             page = _page(
                 store,
                 "Signed in",
-                f"{done}<p><a href=\"{html.escape(target, quote=True)}\">Continue to Sileo</a></p>",
+                f'{done}<p><a href="{html.escape(target, quote=True)}">Continue to Sileo</a></p>',
             )
             response = HTMLResponse(page, 200, HEADERS)
             response.delete_cookie(COOKIE, path="/store/")
             return response
-        response = RedirectResponse(target, 303, headers=HEADERS)
-        response.delete_cookie(COOKIE, path="/store/")
-        return response
+        redirect = RedirectResponse(target, 303, headers=HEADERS)
+        redirect.delete_cookie(COOKIE, path="/store/")
+        return redirect
 
     async def _codes_after_sign_in(body: dict[str, str], email: str, where: Device) -> str | None:
         """Redeem the gift code and keep the discount code the buyer entered (checked again:

@@ -83,7 +83,11 @@ def takes_over_depictions(view: ShopView | None) -> bool:
 
 
 def sale_running(view: ShopView | None, now: int) -> bool:
-    return view is not None and view.sale is not None and view.sale.starts_at <= now < view.sale.ends_at
+    return (
+        view is not None
+        and view.sale is not None
+        and view.sale.starts_at <= now < view.sale.ends_at
+    )
 
 
 def day(when: int) -> str:
@@ -103,7 +107,8 @@ _MARKDOWN = _renderer()
 
 def html_of(text: str) -> str:
     """A seller's Markdown as HTML: CommonMark's, no raw HTML, no images, https links only."""
-    return _MARKDOWN.render(text)
+    rendered: str = _MARKDOWN.render(text)
+    return rendered
 
 
 def compatibility(view: ShopView | None) -> str:
@@ -122,7 +127,9 @@ def links(view: ShopView | None) -> list[tuple[str, str]]:
     if view is None or view.page is None:
         return []
     found = [("Support", view.page.support_url), ("Source code", view.page.source_url)]
-    return [(title, url) for title, url in found if url and link_problem(url, https_only=True) is None]
+    return [
+        (title, url) for title, url in found if url and link_problem(url, https_only=True) is None
+    ]
 
 
 def link_html(title: str, url: str) -> str:

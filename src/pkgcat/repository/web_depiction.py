@@ -108,7 +108,12 @@ def web_depiction(
         for url in _screenshots(file, view, media)
     )
     seller_page = view is not None and view.page is not None
-    if seller_page and view is not None and view.page is not None and view.page.long_description is not None:
+    if (
+        seller_page
+        and view is not None
+        and view.page is not None
+        and view.page.long_description is not None
+    ):
         long = html_of(file.long_description)
     else:
         long = _paragraphs(file.long_description)
@@ -116,7 +121,8 @@ def web_depiction(
     notes = ""
     if view is not None and view.changelogs:
         notes = "<h2>Changelog</h2>" + "".join(
-            f"<h3>Version {escape(version)}</h3>{html_of(text)}" for version, text in view.changelogs
+            f"<h3>Version {escape(version)}</h3>{html_of(text)}"
+            for version, text in view.changelogs
         )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

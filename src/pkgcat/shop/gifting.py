@@ -139,7 +139,9 @@ def read_customers(text: str) -> list[tuple[str, str]]:
     except csv.Error as error:
         raise ShopRefused("row 1", str(error)) from None
     if sorted(header) != ["email", "package"]:
-        raise ShopRefused("row 1", f"the header must be email,package, not {','.join(header)[:80]!r}")
+        raise ShopRefused(
+            "row 1", f"the header must be email,package, not {','.join(header)[:80]!r}"
+        )
     at = {name: header.index(name) for name in header}
     rows: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()

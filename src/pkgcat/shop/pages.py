@@ -73,7 +73,9 @@ def check_values(values: dict[str, Any]) -> dict[str, Any]:
             out[field] = [f"iOS {major}" for major in sorted(set(majors))]
         elif field in ("min_ios", "max_ios"):
             if not _IOS.fullmatch(str(value)):
-                raise ShopRefused(field, f"{str(value)[:40]!r} is not an iOS version such as '15.0'")
+                raise ShopRefused(
+                    field, f"{str(value)[:40]!r} is not an iOS version such as '15.0'"
+                )
             out[field] = str(value)
         else:
             if (problem := link_problem(str(value), https_only=True)) is not None:
@@ -113,9 +115,9 @@ def set_images(
     source_id: int,
     package: str,
     *,
-    icon: Image | None | bool = False,
-    header: Image | None | bool = False,
-    screenshots: list[Image] | None | bool = False,
+    icon: Image | bool | None = False,
+    header: Image | bool | None = False,
+    screenshots: list[Image] | bool | None = False,
     actor: str,
     now: int,
 ) -> Page:
@@ -123,7 +125,7 @@ def set_images(
     values: dict[str, Any] = {}
     for field, image in (("icon", icon), ("header", header)):
         if image is not False:
-            values[field] = None if image is None or image is True else image.name  # type: ignore[union-attr]  # an Image
+            values[field] = None if image is None or image is True else image.name
     if screenshots is not False:
         shots = [] if screenshots is None or screenshots is True else list(screenshots)
         if len(shots) > SCREENSHOTS:

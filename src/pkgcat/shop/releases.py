@@ -6,8 +6,6 @@ store still makes them a download URL of it (docs/repository.md, "Versions").
 
 from __future__ import annotations
 
-from functools import partial
-
 from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 

@@ -125,7 +125,9 @@ def create_discount(
     currency, below its price), at most ``max_uses`` purchases, until ``ends_at``."""
     wanted = code.strip().upper()
     if not CODE.fullmatch(wanted):
-        raise ShopRefused("code", "3 to 40 letters, digits, '-' or '_', starting with one of the first two")
+        raise ShopRefused(
+            "code", "3 to 40 letters, digits, '-' or '_', starting with one of the first two"
+        )
     if (percent is None) == (amount is None):
         raise ShopRefused("percent", "give a percent or an amount, not both")
     if not 1 <= max_uses <= 1_000_000:
@@ -146,7 +148,9 @@ def create_discount(
         assert amount is not None
         off = check_amount("amount", amount, currency)
         if Decimal(off) <= 0 or (list_price is not None and Decimal(off) >= Decimal(list_price)):
-            raise ShopRefused("amount", f"must be above 0 and below the price ({list_price} {currency})")
+            raise ShopRefused(
+                "amount", f"must be above 0 and below the price ({list_price} {currency})"
+            )
         return off
 
     return stored_discounts.create(

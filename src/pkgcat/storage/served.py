@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from debian.debian_support import Version
-
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -178,7 +177,10 @@ def read_served(engine: Engine, now: int | None = None) -> Snapshot:
             updated_at=row.updated_at,
             icon=row.icon,
             hidden=row.withdrawn_at is not None
-            or (row.served_version is not None and Version(row.version) > Version(row.served_version)),
+            or (
+                row.served_version is not None
+                and Version(row.version) > Version(row.served_version)
+            ),
         )
         for row in rows
     ]

@@ -37,8 +37,8 @@ from pkgcat.shop.errors import ShopRefused
 from pkgcat.shop.quote import quote
 from pkgcat.shop.values import Quote
 from pkgcat.storage import store as db
-from pkgcat.storage.shop import discounts, gifts, prices
 from pkgcat.storage.backends import open_code_limiter
+from pkgcat.storage.shop import discounts, gifts, prices
 from pkgcat.store.mail import mailer_for
 from pkgcat.store.payments import Payment
 from pkgcat.store.platforms import money_platform_for, platform_for

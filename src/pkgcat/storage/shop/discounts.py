@@ -128,7 +128,9 @@ def enter(engine: Engine, buyer_id: int, discount_id: str, now: int) -> None:
             try:
                 with db.begin_nested():
                     db.execute(
-                        b.insert().values(buyer_id=buyer_id, discount_id=discount_id, entered_at=now)
+                        b.insert().values(
+                            buyer_id=buyer_id, discount_id=discount_id, entered_at=now
+                        )
                     )
             except IntegrityError:
                 pass  # the same code entered at the same moment on another device

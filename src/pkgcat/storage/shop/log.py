@@ -86,4 +86,6 @@ def history(
         if before is not None:
             query = query.where(h.c.id < before)
         rows = db.execute(query.order_by(desc(h.c.id)).limit(limit)).all()
-    return [HistoryEntry(row.id, row.at, row.actor, row.change, orjson.loads(row.facts)) for row in rows]
+    return [
+        HistoryEntry(row.id, row.at, row.actor, row.change, orjson.loads(row.facts)) for row in rows
+    ]

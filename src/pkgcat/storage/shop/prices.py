@@ -56,7 +56,9 @@ def set_price(
         if online is not None and online != found.online:
             db.execute(update(t.packages).where(t.packages.c.id == found.id).values(online=online))
             changed(db, found, actor, PackageAvailabilityChanged, {"online": online}, now)
-        return Price(found.package, new_price, new_currency, found.online if online is None else online)
+        return Price(
+            found.package, new_price, new_currency, found.online if online is None else online
+        )
 
 
 def price_changes(db: Connection, rows: list[tuple[int, str, str]], actor: str, now: int) -> None:
@@ -161,7 +163,6 @@ def read_price(engine: Engine, source_id: int, package: str) -> tuple[Price, Sal
     with engine.connect() as db:
         found = owned(db, source_id, package, lock=False)
         return Price(found.package, found.price, found.currency, found.online), _sale(db, found)
-
 
 
 def offer(

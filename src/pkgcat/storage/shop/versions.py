@@ -85,10 +85,7 @@ def _read(db: Connection, found: Owned) -> Versions:
     versions = [
         Version(
             version=version,
-            files=tuple(
-                VersionFile(arch, sha, size)
-                for arch, sha, size, _ in sorted(entries)
-            ),
+            files=tuple(VersionFile(arch, sha, size) for arch, sha, size, _ in sorted(entries)),
             changelog=notes.get(version, ""),
             withdrawn=version in withdrawn,
             served=version == served,
@@ -198,7 +195,7 @@ def release(
         newest = max((o.version for o in before.versions if o.version not in withdrawn), key=Dpkg)
         _pin(db, found, None if one.version == newest else one.version, now)
         reshow(db, source_id, found.package)
-        facts = {"version": one.version, "previous": before.served}
+        facts: dict[str, object] = {"version": one.version, "previous": before.served}
         if rollback:
             facts["rollback"] = True
         changed(db, found, actor, PackageVersionReleased, facts, now)

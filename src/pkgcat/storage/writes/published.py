@@ -216,7 +216,7 @@ def _show_best(
     """The package row shows its best listed record (not withdrawn, not newer than the
     version its seller rolled back to), as after an import, with its page's values over
     it; whether the row is new."""
-    r, p = t.package_records, t.packages
+    r = t.package_records
     row = _package_id(db, source_id, package)
     withdrawn, pin = listing(db, row)
     records = [
