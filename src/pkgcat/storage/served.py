@@ -101,6 +101,17 @@ def read_served(engine: Engine, now: int | None = None) -> Snapshot:
     now = int(time.time()) if now is None else now
     d, p, s, k = t.deb_files, t.packages, t.sources, t.repository_keys
     v, g = t.package_versions, t.package_pages
+    # Few packages have withdrawn versions or a pin: read apart, not joined to every file.
+    withdrawn_q = (
+        select(p.c.package, v.c.version)
+        .join(p, p.c.id == v.c.package_id)
+        .where(v.c.withdrawn_at.is_not(None))
+    )
+    pins_q = (
+        select(p.c.package, g.c.served_version)
+        .join(p, p.c.id == g.c.package_id)
+        .where(g.c.served_version.is_not(None))
+    )
     query = (
         select(
             d.c.sha256,
@@ -126,14 +137,9 @@ def read_served(engine: Engine, now: int | None = None) -> Snapshot:
             p.c.screenshots,
             p.c.updated_at,
             p.c.icon,
-            p.c.id.label("package_id"),
-            v.c.withdrawn_at,
-            g.c.served_version,
         )
         .join(p, (p.c.package == d.c.package) & (p.c.source_id == d.c.source_id))
         .join(s, s.c.id == d.c.source_id)
-        .outerjoin(v, (v.c.package_id == p.c.id) & (v.c.version == d.c.version))
-        .outerjoin(g, g.c.package_id == p.c.id)
         .where(p.c.online.is_(True), p.c.case_twin == 0)
         .order_by(d.c.package, d.c.version, d.c.architecture)
     )
@@ -151,6 +157,8 @@ def read_served(engine: Engine, now: int | None = None) -> Snapshot:
             .order_by(s.c.name, b.c.position)
         ).all()
         shops = _shops(db, now)
+        withdrawn = {(row[0], row[1]) for row in db.execute(withdrawn_q)}
+        pins = {row[0]: Version(row[1]) for row in db.execute(pins_q)}
     files = [
         ServedFile(
             sha256=row.sha256,
@@ -176,11 +184,7 @@ def read_served(engine: Engine, now: int | None = None) -> Snapshot:
             screenshots=row.screenshots,
             updated_at=row.updated_at,
             icon=row.icon,
-            hidden=row.withdrawn_at is not None
-            or (
-                row.served_version is not None
-                and Version(row.version) > Version(row.served_version)
-            ),
+            hidden=bool(withdrawn or pins) and _hidden(row.package, row.version, withdrawn, pins),
         )
         for row in rows
     ]
@@ -199,6 +203,16 @@ def read_served(engine: Engine, now: int | None = None) -> Snapshot:
             if name
         ),
     )
+
+
+def _hidden(
+    package: str, version: str, withdrawn: set[tuple[str, str]], pins: dict[str, Version]
+) -> bool:
+    """Withdrawn, or newer than the version its seller rolled back to."""
+    if (package, version) in withdrawn:
+        return True
+    pin = pins.get(package)
+    return pin is not None and Version(version) > pin
 
 
 def _shops(db: Connection, now: int) -> dict[str, ShopView]:
