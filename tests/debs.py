@@ -38,6 +38,7 @@ def build_deb(
     digest = hashlib.sha1(payload.encode(), usedforsecurity=False).hexdigest()[:8]
     out = directory / f"{package}_{version}_{architecture}_{digest}.deb"
     if (built := _BUILT.get(wanted)) is not None:
+        directory.mkdir(parents=True, exist_ok=True)  # as a first build makes it
         out.write_bytes(built)
         return out
     root = directory / f"build-{package}-{version}-{architecture}-{digest}"

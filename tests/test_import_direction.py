@@ -28,6 +28,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "pkgcat.demo", "pkgcat.demo_debs",
         # Money's amounts, errors and the platform's seam: plain values and rules.
         "pkgcat.money.amounts", "pkgcat.money.errors", "pkgcat.money.platform",
+        # The shop's values, errors and prices: what its storage returns and refuses.
+        "pkgcat.shop.errors", "pkgcat.shop.values", "pkgcat.shop.quote",
     })),
     ("outbound requests", frozenset({"pkgcat.net"})),
     ("settings", frozenset({"pkgcat.config"})),
@@ -40,7 +42,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the served repository", frozenset({"pkgcat.repository"})),
     # The rest of money (its schedule, use cases and scheduler) reads Stripe's events through
     # the store's platform, beside which it sits.
-    ("the store, money and the webhooks", frozenset({"pkgcat.store", "pkgcat.money", "pkgcat.webhooks"})),
+    ("the store, money and the webhooks", frozenset({"pkgcat.store", "pkgcat.money", "pkgcat.webhooks", "pkgcat.shop"})),
     ("HTTP", frozenset({"pkgcat.http"})),
     ("the app", frozenset({"pkgcat.app"})),
     ("the commands", frozenset({"pkgcat.cli", "pkgcat.__main__", "pkgcat.demo_store"})),

@@ -466,6 +466,27 @@ class Settings(BaseSettings):
             )
         return ", ".join(" ".join(part.split()) for part in parts)
 
+    shop_image_max_bytes: int = Field(
+        default=5 * 1024 * 1024,
+        ge=1024,
+        le=64 * 1024 * 1024,
+        description="Largest image (icon, header, screenshot) a seller may upload, in bytes.",
+    )
+    shop_image_max_pixels: int = Field(
+        default=4096 * 4096,
+        ge=64 * 64,
+        le=100_000_000,
+        description=(
+            "Most pixels (width times height) an uploaded image may have; a larger one is "
+            "refused before it is decoded (a decompression bomb)."
+        ),
+    )
+    shop_gift_days: int = Field(
+        default=365,
+        ge=1,
+        le=3650,
+        description="Days a gift code lasts when its seller names no end (codes made, gifts mailed).",
+    )
     store_code_seconds: int = Field(
         default=600, ge=60, le=3600, description="Lifetime of an emailed sign-in code, in seconds."
     )

@@ -169,6 +169,34 @@ class PackageEvent(Event):
         return cls(source_id, "com.example.test-event", "1.0", "all")
 
 
+@dataclass(slots=True)
+class ShopEvent(Event):
+    """A change made to a package's shop by its seller or the operator; its body is the
+    package, who made the change (``seller:APPLICATION`` or ``operator:COMMAND``) and what
+    was set, the same in both shapes."""
+
+    example: ClassVar[dict[str, Any]]
+    """What a test send of this type says was set."""
+
+    package: str
+    by: str
+    change: dict[str, Any]
+
+    def facts(self) -> dict[str, Any]:
+        return {"package": self.package, "by": self.by, "change": self.change}
+
+    @classmethod
+    def read(cls, source_id: int, stored: Any) -> Self:
+        return cls(source_id, stored["package"], stored["by"], dict(stored["change"]))
+
+    def body(self, render: Renderer) -> Body:  # noqa: ARG002 - the same in both shapes
+        return Body({"package": self.package, "by": self.by, **self.change}, live=True)
+
+    @classmethod
+    def sample(cls, source_id: int, now: int) -> Self:  # noqa: ARG003 - the same for every type
+        return cls(source_id, "com.example.test-event", "seller:example", dict(cls.example))
+
+
 E = TypeVar("E", bound=type[Event])
 DECLARED: list[type[Event]] = []
 """Every event type, in the order endpoints and documents list them."""
@@ -226,6 +254,111 @@ class PackageUpdated(PackageEvent):
     """a package's shown record changes: a new version published, or an import that changed it"""
 
     name = "package.updated"
+
+
+@declare
+@dataclass(slots=True)
+class PackagePageChanged(ShopEvent):
+    """a package's page is changed: its name, descriptions, section, compatibility, links,
+    icon, header or screenshots"""
+
+    name = "package.page_changed"
+    example: ClassVar[dict[str, Any]] = {"fields": {"name": "Example"}}
+
+
+@declare
+@dataclass(slots=True)
+class PackagePriceChanged(ShopEvent):
+    """a package's price or currency is set, by its seller or the operator's `import-prices`"""
+
+    name = "package.price_changed"
+    example: ClassVar[dict[str, Any]] = {"price": "1.99", "currency": "USD"}
+
+
+@declare
+@dataclass(slots=True)
+class PackageAvailabilityChanged(ShopEvent):
+    """a package is set online or offline by its seller"""
+
+    name = "package.availability_changed"
+    example: ClassVar[dict[str, Any]] = {"online": False}
+
+
+@declare
+@dataclass(slots=True)
+class PackageVersionReleased(ShopEvent):
+    """a version becomes the one served: released, or rolled back to"""
+
+    name = "package.version_released"
+    example: ClassVar[dict[str, Any]] = {"version": "1.0", "previous": "1.1"}
+
+
+@declare
+@dataclass(slots=True)
+class PackageVersionWithdrawn(ShopEvent):
+    """a version is withdrawn from the indexes"""
+
+    name = "package.version_withdrawn"
+    example: ClassVar[dict[str, Any]] = {"version": "1.1", "served": "1.0"}
+
+
+@declare
+@dataclass(slots=True)
+class PackageChangelogChanged(ShopEvent):
+    """a version's changelog is set"""
+
+    name = "package.changelog_changed"
+    example: ClassVar[dict[str, Any]] = {"version": "1.0", "changelog": "First release."}
+
+
+@declare
+@dataclass(slots=True)
+class PackageSaleChanged(ShopEvent):
+    """a package's sale price is set for a window of time, or removed"""
+
+    name = "package.sale_changed"
+    example: ClassVar[dict[str, Any]] = {
+        "sale_price": "0.99", "starts_at": 1_711_886_400, "ends_at": 1_712_491_200,
+    }  # fmt: skip
+
+
+@declare
+@dataclass(slots=True)
+class GiftCodesCreated(ShopEvent):
+    """gift codes are made for a package"""
+
+    name = "gift.codes_created"
+    example: ClassVar[dict[str, Any]] = {"count": 10, "expires_at": 1_714_478_400}
+
+
+@declare
+@dataclass(slots=True)
+class GiftGiven(ShopEvent):
+    """a copy of a package is given to an email address: owned at once, or a code mailed"""
+
+    name = "gift.given"
+    example: ClassVar[dict[str, Any]] = {"email": "buyer@example.com", "delivered": "mailed"}
+
+
+@declare
+@dataclass(slots=True)
+class DiscountCreated(ShopEvent):
+    """a discount code is made for a package"""
+
+    name = "discount.created"
+    example: ClassVar[dict[str, Any]] = {
+        "code": "SPRING20", "kind": "percent", "value": "20", "max_uses": 100,
+        "ends_at": 1_714_478_400,
+    }  # fmt: skip
+
+
+@declare
+@dataclass(slots=True)
+class DiscountEnded(ShopEvent):
+    """a discount code is ended by its seller before its end date"""
+
+    name = "discount.ended"
+    example: ClassVar[dict[str, Any]] = {"code": "SPRING20", "uses": 12}
 
 
 # Reading the declarations ------------------------------------------------------------------------

@@ -52,6 +52,7 @@ COMMANDS: dict[str, _Entry] = {
     "webhook": _Entry("webhooks", "app", "Applications' webhook endpoints."),
     "deliver": _Entry("deliver", "deliver", "Deliver webhook events until interrupted."),
     "buyer": _Entry("buyers", "app", "The store's buyers: list them, revoke their sign-ins."),
+    "shop": _Entry("shop", "app", "Sellers' shops: import customers as gifts, read a history."),
     "money": _Entry("money", "app", "Sellers' money: balances, payouts, adjustments, commissions."),
     "check": _Entry("checks", "app", "Check the catalogue against rules older data may break."),
     "client": _Entry("client", "app", "Read a catalogue server as a seller.", False),

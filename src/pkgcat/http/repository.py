@@ -65,6 +65,7 @@ log = logging.getLogger("pkgcat.repository")
 DEB = "application/vnd.debian.binary-package"
 _POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+_MEDIA = re.compile(r"([0-9a-f]{64})\.(png|jpg)")
 
 REDIRECT_SECONDS = 300
 """How long a download's presigned address lasts (apt fetches it at once)."""
@@ -197,13 +198,18 @@ class RepositoryApp:
             from_disk = "http.response.pathsend" in scope.get("extensions", {})
             await _index(send, method, headers, found, from_disk)
             return
+        if rest.startswith("media/") and not prefix:
+            await self._media(send, method, rest.removeprefix("media/"), served)
+            return
         pool = _POOL.fullmatch(rest)
         entry = _entry(served, pool, prefix)
         if entry is None:
             await _plain(send, 404, f"not found: /{relative}")
             return
         count = None
-        if entry.paid:
+        if entry.paid or entry.hidden:
+            # A withdrawn version (or one above the version served) is kept for the buyers
+            # who own the package: through a download URL only, which the store makes for them.
             query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
             try:
                 refusal, count = await self._authorize(canonical, query, scope, headers)
@@ -218,6 +224,33 @@ class RepositoryApp:
                 await _plain(send, *refusal)
                 return
         await self._deb(scope, receive, send, entry, headers, count)
+
+    async def _media(self, send: Send, method: str, name: str, served: IndexSet) -> None:
+        """An uploaded image a page names (``DIGEST.png``), from the blob store: immutable
+        under its digest, its type fixed by its name (it was re-encoded as that type)."""
+        found = _MEDIA.fullmatch(name)
+        if found is None or name not in served.media:
+            await _plain(send, 404, f"not found: /media/{name}")
+            return
+        try:
+            body = b"".join([chunk async for chunk in self.served.blobs.read(found[1])])
+        except FileNotFoundError:
+            await _plain(send, 404, f"not found: /media/{name}")
+            return
+        except BlobsUnavailable as error:
+            await self._refuse(send, self.store, str(error))
+            return
+        kind = b"image/png" if found[2] == "png" else b"image/jpeg"
+        headers = [
+            (b"content-type", kind),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", IMMUTABLE.encode()),
+            (b"etag", f'"{found[1]}"'.encode()),
+            # (X-Content-Type-Options: nosniff is the site's, on every answer.)
+            (b"content-security-policy", b"default-src 'none'"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
     async def _refuse(self, send: Send, outage: Outage, reason: str) -> None:
         """503 with ``Retry-After``, before any byte of the file; the outage told once."""
@@ -348,7 +381,7 @@ class RepositoryApp:
         URL's, which counts its file once).
         """
         count = count or self.on_download
-        cache = "private, no-store" if entry.paid else IMMUTABLE
+        cache = "private, no-store" if entry.paid or entry.hidden else IMMUTABLE
         size = entry.size
         start, end, status = 0, size, 200
         # An If-Range (apt sends its partial file's date) always holds: the file at a pool
@@ -379,7 +412,7 @@ class RepositoryApp:
             await send({"type": "http.response.start", "status": status, "headers": out})
             await send({"type": "http.response.body", "body": b""})
             return
-        if self.redirect and status == 200 and not entry.paid:
+        if self.redirect and status == 200 and not (entry.paid or entry.hidden):
             # A paid file is never redirected: its address could be used again while it
             # lasts, where its download URL is good for one download.
             url = await self.served.blobs.signed_url(entry.sha256, REDIRECT_SECONDS)

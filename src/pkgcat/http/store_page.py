@@ -154,16 +154,22 @@ def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
             f"{_hidden(udid=where.udid, model=where.model, csrf=csrf)}"
             '<label for="email">Email address</label>'
             '<input id="email" name="email" type="email" autocomplete="email" required>'
+            '<label for="gift_code">Gift code (if you were given one)</label>'
+            '<input id="gift_code" name="gift_code" autocomplete="off" maxlength="40">'
+            '<label for="discount_code">Discount code</label>'
+            '<input id="discount_code" name="discount_code" autocomplete="off" maxlength="40">'
             '<button type="submit">Send me a code</button></form>',
         )
 
-    def code_form(where: Device, email: str, csrf: str, error: str | None = None) -> str:
+    def code_form(
+        where: Device, email: str, csrf: str, error: str | None = None, **codes: str
+    ) -> str:
         return _page(
             store,
             "Enter your code",
             f"<p>A code was sent to {html.escape(email)}.</p>{_error(error)}"
             '<form method="post" action="code">'
-            f"{_hidden(udid=where.udid, model=where.model, email=email, csrf=csrf)}"
+            f"{_hidden(udid=where.udid, model=where.model, email=email, csrf=csrf, **codes)}"
             '<label for="code">Code</label>'
             '<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code"'
             ' pattern="[0-9]{6}" required>'
@@ -195,13 +201,21 @@ def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
         if isinstance(found, Response):
             return found
         body, where = found
+        codes = {
+            name: body.get(name, "").strip()[:40]
+            for name in ("gift_code", "discount_code")
+            if body.get(name, "").strip()
+        }
         try:
+            if "discount_code" in codes:
+                # Checked before any code is mailed: a wrong one is said on this page.
+                await store.check_discount(codes["discount_code"])
             email = await store.send_code(body.get("email", ""), client_of(request.scope))
         except StoreError as error:
             return respond(
                 request, email_form(where, body["csrf"], str(error)), body["csrf"], error.status
             )
-        return respond(request, code_form(where, email, body["csrf"]), body["csrf"])
+        return respond(request, code_form(where, email, body["csrf"], **codes), body["csrf"])
 
     async def check_code(request: Request) -> Response:
         found = await checked(request)
@@ -214,14 +228,43 @@ def routes(store: Store, client_of: ClientOf) -> list[BaseRoute]:
                 email, body.get("code", ""), client_of(request.scope), where
             )
         except StoreError as error:
-            page = code_form(where, email, body["csrf"], str(error))
+            codes = {n: body[n] for n in ("gift_code", "discount_code") if body.get(n)}
+            page = code_form(where, email, body["csrf"], str(error), **codes)
             return respond(request, page, body["csrf"], error.status)
         target = "sileo://authentication_success?" + urlencode(
             {"token": token, "payment_secret": secret}
         )
-        response = RedirectResponse(target, 303, headers=HEADERS)
-        response.delete_cookie(COOKIE, path="/store/")
-        return response
+        done = await _codes_after_sign_in(body, email.strip().lower(), where)
+        if done is not None:
+            # Signed in all the same: the page says what became of the codes, and hands over.
+            page = _page(
+                store,
+                "Signed in",
+                f'{done}<p><a href="{html.escape(target, quote=True)}">Continue to Sileo</a></p>',
+            )
+            response = HTMLResponse(page, 200, HEADERS)
+            response.delete_cookie(COOKIE, path="/store/")
+            return response
+        redirect = RedirectResponse(target, 303, headers=HEADERS)
+        redirect.delete_cookie(COOKIE, path="/store/")
+        return redirect
+
+    async def _codes_after_sign_in(body: dict[str, str], email: str, where: Device) -> str | None:
+        """Redeem the gift code and keep the discount code the buyer entered (checked again:
+        another buyer may have taken a code meanwhile); None when each was taken, else what
+        went wrong, for the buyer to read before going on."""
+        told = []
+        if gift := body.get("gift_code", "").strip():
+            try:
+                await store.redeem_gift(email, gift, where)
+            except StoreError as error:
+                told.append(_error(str(error)))
+        if discount := body.get("discount_code", "").strip():
+            try:
+                await store.enter_discount(email, await store.check_discount(discount))
+            except StoreError as error:
+                told.append(_error(str(error)))
+        return "".join(told) or None
 
     async def style(_request: Request) -> Response:
         return Response(

@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 
 from pkgcat.ingest.rendered import markdown
-from pkgcat.storage.served import ServedFile
+from pkgcat.repository.shop_view import compatibility, day, links
+from pkgcat.storage.served import ServedFile, ShopView
 
 MIN_VERSION = "0.1"
 
@@ -37,8 +38,34 @@ def _row(title: str, text: str) -> dict[str, str]:
     return {"class": "DepictionTableTextView", "title": title, "text": text}
 
 
-def depiction(file: ServedFile) -> bytes:
-    """The depiction of ``file``'s package, as JSON bytes."""
+def _screenshots(file: ServedFile, view: ShopView | None, media: str | None) -> list[str]:
+    """The uploaded screenshots when the seller set some, else the catalogue's."""
+    if view is not None and view.page is not None and view.page.screenshots and media:
+        return [f"{media}{name}" for name in view.page.screenshots]
+    return [url for url in orjson.loads(file.screenshots or "[]") if isinstance(url, str)]
+
+
+def price_text(file: ServedFile, view: ShopView | None, on_sale: bool) -> str:
+    """The price a depiction shows: the sale's while it runs (with the list price and its end)."""
+    if not file.price:
+        return "Paid"
+    if on_sale and view is not None and view.sale is not None:
+        sale = view.sale
+        return (
+            f"{sale.price} {file.currency} (sale until {day(sale.ends_at)}; "
+            f"was {file.price} {file.currency})"
+        )
+    return f"{file.price} {file.currency}"
+
+
+def depiction(
+    file: ServedFile,
+    view: ShopView | None = None,
+    on_sale: bool = False,
+    media: str | None = None,
+) -> bytes:
+    """The depiction of ``file``'s package, as JSON bytes: with what its seller set
+    (``view``: screenshots, compatibility, links, changelogs; the sale while ``on_sale``)."""
     text = file.description
     if file.long_description:
         text += "\n\n" + file.long_description
@@ -47,9 +74,7 @@ def depiction(file: ServedFile) -> bytes:
         {"class": "DepictionMarkdownView", "markdown": markdown(text), "useSpacing": True},
     ]
     screenshots = [
-        {"url": url, "accessibilityText": file.name}
-        for url in orjson.loads(file.screenshots or "[]")
-        if isinstance(url, str)
+        {"url": url, "accessibilityText": file.name} for url in _screenshots(file, view, media)
     ]
     if screenshots:
         views.append(
@@ -67,7 +92,23 @@ def depiction(file: ServedFile) -> bytes:
         _row("Section", file.section),
         _row("Size", size_text(file.size)),
     ]
+    if compatible := compatibility(view):
+        views.append(_row("Compatibility", compatible))
     if file.paid:
-        views.append(_row("Price", f"{file.price} {file.currency}" if file.price else "Paid"))
-    tab = {"tabname": "Details", "class": "DepictionStackView", "views": views}
-    return orjson.dumps({"minVersion": MIN_VERSION, "class": "DepictionTabView", "tabs": [tab]})
+        views.append(_row("Price", price_text(file, view, on_sale)))
+    for title, url in links(view):
+        # Sileo's button opens its ``action`` (DepictionTableButtonView).
+        views.append({"class": "DepictionTableButtonView", "title": title, "action": url})
+    tabs = [{"tabname": "Details", "class": "DepictionStackView", "views": views}]
+    if view is not None and view.changelogs:
+        notes: list[dict[str, Any]] = []
+        for version, text in view.changelogs:
+            notes.append({"class": "DepictionSubheaderView", "title": f"Version {version}"})
+            notes.append(
+                {"class": "DepictionMarkdownView", "markdown": markdown(text), "useSpacing": True}
+            )
+        tabs.append({"tabname": "Changelog", "class": "DepictionStackView", "views": notes})
+    root: dict[str, Any] = {"minVersion": MIN_VERSION, "class": "DepictionTabView", "tabs": tabs}
+    if view is not None and view.page is not None and view.page.header and media:
+        root["headerImage"] = f"{media}{view.page.header}"
+    return orjson.dumps(root)

@@ -40,9 +40,10 @@ from pkgcat.ingest.rendered import link_problem, served_control
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.depiction import depiction
 from pkgcat.repository.pieces import FORMATS, cut, join
+from pkgcat.repository.shop_view import drop_field, paged, sale_running, takes_over_depictions
 from pkgcat.repository.tags import tagged
 from pkgcat.repository.web_depiction import CONTENT_SECURITY_POLICY, web_depiction
-from pkgcat.storage.served import ServedFile, Snapshot
+from pkgcat.storage.served import ServedFile, ShopView, Snapshot
 
 COMPRESSIONS: dict[str, Callable[[bytes], bytes]] = {
     "": lambda data: data,
@@ -144,6 +145,8 @@ class PoolEntry:
     version: str
     architecture: str
     paid: bool
+    hidden: bool = False
+    """A version withdrawn or above the one served: only through a download URL."""
 
 
 @dataclass(slots=True)
@@ -169,6 +172,11 @@ class IndexSet:
     pieces: dict[bytes, dict[str, Any]] = field(default_factory=dict)
     """Each piece of the Packages texts compressed in each format, by the piece's digest:
     a piece that did not change is not compressed again."""
+    media: frozenset[str] = frozenset()
+    """The uploaded images served under ``media/`` (``DIGEST.png``), from the blob store."""
+    changes_at: int | None = None
+    """When a sale starts or ends next: the depictions and prices change then, so the set is
+    built again from then on even if the catalogue has not moved."""
     served: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     """Each file's control paragraph as served, by the file's SHA-256: the ``hash`` of the
     stored one, and the served one when :func:`served_control` changed it (None: as
@@ -184,7 +192,13 @@ def _has(control: str, name: str) -> bool:
     return f"\n{name.lower()}:" in "\n" + control.lower()
 
 
-def stanza(file: ServedFile, depictions: str | None, control: str | None = None) -> str:
+def stanza(
+    file: ServedFile,
+    depictions: str | None,
+    control: str | None = None,
+    view: ShopView | None = None,
+    media: str | None = None,
+) -> str:
     """A Packages stanza: the control paragraph (its ``Tag`` saying whether the package is
     paid: :mod:`pkgcat.repository.tags`), then what the repository says of the file.
 
@@ -196,6 +210,10 @@ def stanza(file: ServedFile, depictions: str | None, control: str | None = None)
     c615ab4); and the catalogue's icon where the file has no ``Icon`` (an https address only).
     """
     control = served_control(file.control) if control is None else control
+    if view is not None:
+        control = paged(control, file, view, media)
+        if depictions and takes_over_depictions(view):
+            control = drop_field(drop_field(control, "SileoDepiction"), "Depiction")
     lines = [tagged(control, file.paid)]
     if depictions and not _has(control, "SileoDepiction"):
         lines.append(f"SileoDepiction: {depictions}{file.package}.json")
@@ -224,6 +242,8 @@ class Identity:
     """The public address of the depictions folder, or None."""
     store_name: str | None = None
     """The store's name when the deployment sells: the web depictions say how to buy."""
+    media: str | None = None
+    """The public address of the uploaded images (``.../repo/media/``), or None."""
 
 
 def release_time(when: datetime) -> str:
@@ -392,6 +412,7 @@ def build(
     *,
     period: int = 0,
     previous: IndexSet | None = None,
+    now: int | None = None,
 ) -> IndexSet:
     """Every repository's files from one snapshot; ``sign`` makes (InRelease, Release.gpg).
 
@@ -400,10 +421,21 @@ def build(
     re-signed ahead of its expiry. ``previous``: the set served now, whose
     compressions of unchanged Packages texts are taken over rather than made again.
     """
-    found = IndexSet(snapshot.generation, period, signed=sign is not None)
+    found = IndexSet(snapshot.generation, period, signed=sign is not None, media=snapshot.media)
+    now = int(time.time()) if now is None else now
+    found.changes_at = min(
+        (
+            when
+            for view in snapshot.shops.values()
+            if view.sale is not None
+            for when in (view.sale.starts_at, view.sale.ends_at)
+            if when > now
+        ),
+        default=None,
+    )
     by_source: dict[str, list[ServedFile]] = {}
+    listed: list[ServedFile] = []
     for file in snapshot.files:
-        by_source.setdefault(file.source, []).append(file)
         found.pool[file.sha256] = PoolEntry(
             file.sha256,
             file.size,
@@ -412,7 +444,12 @@ def build(
             file.version,
             file.architecture,
             file.paid,
+            file.hidden,
         )
+        if file.hidden:
+            continue
+        listed.append(file)
+        by_source.setdefault(file.source, []).append(file)
 
     def latest(files: list[ServedFile], floor: int = 0) -> datetime:
         changed = max(
@@ -437,47 +474,56 @@ def build(
         found.served[file.sha256] = known
         return file.control if known[1] is None else known[1]
 
+    shops = snapshot.shops
     stanzas = {
-        file.sha256: stanza(file, identity.depictions, control_of(file)).encode()
-        for file in snapshot.files
+        file.sha256: stanza(
+            file, identity.depictions, control_of(file), shops.get(file.package), identity.media
+        ).encode()
+        for file in listed
     }
     with ThreadPoolExecutor(COMPRESSORS, thread_name_prefix="pkgcat-compress") as pool:
         parts = (previous, pool, stanzas, snapshot.banners)
         # An empty catalogue is dated by its first source; one with no source and no key
         # (nothing signed, nothing to agree on) by this build: never 1970.
         unsigned_and_new = not snapshot.began and not snapshot.keys_changed
-        whole = latest(snapshot.files, int(time.time()) if unsigned_and_new else snapshot.began)
-        _repository("", snapshot.files, identity, whole, sign, found, *parts)
+        whole = latest(listed, int(time.time()) if unsigned_and_new else snapshot.began)
+        _repository("", listed, identity, whole, sign, found, *parts)
         for source, files in by_source.items():
             when = latest(files)
             _repository(f"sources/{source}/", files, identity, when, sign, found, *parts)
     # One depiction per package: of the version details shows, else of its last file listed.
     chosen: dict[str, ServedFile] = {}
-    for file in snapshot.files:
+    for file in listed:
         if file.package not in chosen or file.version == file.shown_version:
             chosen[file.package] = file
     before = previous.depicted if previous is not None else {}
     for package, file in chosen.items():
         name = f"depictions/{package}.json"
-        made_from = found.depicted[package] = _depicted(file, snapshot.keys_changed, period)
+        view = shops.get(package)
+        on_sale = sale_running(view, now)
+        made_from = found.depicted[package] = _depicted(
+            file, snapshot.keys_changed, period, (view, on_sale, identity.media)
+        )
         if before.get(package) == made_from and previous is not None:
             found.files[name] = previous.files[name]
             page_name = f"depictions/{package}.html"
             found.files[page_name] = previous.files[page_name]
             continue
-        body = depiction(file)
+        body = depiction(file, view, on_sale, identity.media)
         found.files[name] = IndexFile(body, "application/json", entity_tag(body), latest([file]))
-        page = web_depiction(file, identity.store_name)
+        page = web_depiction(file, identity.store_name, view, on_sale, identity.media)
         found.files[f"depictions/{package}.html"] = IndexFile(
             page, HTML, entity_tag(page), latest([file]), extra=PAGE_HEADERS
         )
     return found
 
 
-def _depicted(file: ServedFile, keys_changed: int, period: int) -> int:
-    """A digest of everything a depiction and its Last-Modified are made from."""
+def _depicted(file: ServedFile, keys_changed: int, period: int, shop: object = None) -> int:
+    """A digest of everything a depiction and its Last-Modified are made from (``shop``:
+    what its seller set, and whether its sale runs now)."""
     return hash(
         (
+            shop,
             file.sha256,
             file.name,
             file.description,

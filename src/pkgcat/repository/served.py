@@ -73,6 +73,7 @@ class ServedRepository:
             label=settings.repository_label,
             valid_seconds=settings.repository_valid_seconds,
             depictions=None if address is None else f"{address}depictions/",
+            media=None if address is None else f"{address}media/",
             store_name=settings.store_name if settings.store_url is not None else None,
         )
         self._lifetime = settings.download_url_seconds
@@ -125,7 +126,16 @@ class ServedRepository:
         generation = await self._generation()
         period = self.period(self._clock())
         served = self._set
-        if served is not None and served.generation == generation and served.period == period:
+        # A sale that starts or ends changes prices and depictions with no write to tell of it.
+        due = served is not None and served.changes_at is not None
+        if due and served is not None and served.changes_at is not None:
+            due = served.changes_at <= self._clock()
+        if (
+            served is not None
+            and served.generation == generation
+            and served.period == period
+            and not due
+        ):
             return
         started = time.monotonic()
         built = await anyio.to_thread.run_sync(self._build, period, served)
@@ -140,7 +150,7 @@ class ServedRepository:
 
     def _build(self, period: int, previous: IndexSet | None) -> IndexSet:
         engine = self.engine()
-        snapshot = read_served(engine)
+        snapshot = read_served(engine, int(self._clock()))
         keys = self._signers.current(engine)
         if not keys and not self._unsigned_told:
             self._unsigned_told = True
@@ -155,7 +165,12 @@ class ServedRepository:
             return clearsign(keys, release), detach_sign(keys, release)
 
         built = build(
-            snapshot, self._identity, sign if keys else None, period=period, previous=previous
+            snapshot,
+            self._identity,
+            sign if keys else None,
+            period=period,
+            previous=previous,
+            now=int(self._clock()),
         )
         if keys:
             public = b"".join(bytes(key.extract_certificate()) for key in keys)

@@ -23,8 +23,9 @@ from html import escape
 import orjson
 
 from pkgcat.ingest.rendered import link_problem
-from pkgcat.repository.depiction import size_text
-from pkgcat.storage.served import ServedFile
+from pkgcat.repository.depiction import price_text, size_text
+from pkgcat.repository.shop_view import compatibility, html_of, link_html, links
+from pkgcat.storage.served import ServedFile, ShopView
 
 STYLE = (
     "body{font:16px/1.5 -apple-system,system-ui,sans-serif;margin:0 auto;max-width:40em;"
@@ -58,7 +59,9 @@ def _paragraphs(text: str) -> str:
     )
 
 
-def _screenshots(file: ServedFile) -> list[str]:
+def _screenshots(file: ServedFile, view: ShopView | None, media: str | None) -> list[str]:
+    if view is not None and view.page is not None and view.page.screenshots and media:
+        return [f"{media}{name}" for name in view.page.screenshots]
     try:
         found = orjson.loads(file.screenshots or "[]")
     except orjson.JSONDecodeError:
@@ -68,21 +71,31 @@ def _screenshots(file: ServedFile) -> list[str]:
     ]
 
 
-def web_depiction(file: ServedFile, store_name: str | None) -> bytes:
+def web_depiction(
+    file: ServedFile,
+    store_name: str | None,
+    view: ShopView | None = None,
+    on_sale: bool = False,
+    media: str | None = None,
+) -> bytes:
     """The page of ``file``'s package, as HTML bytes.
 
     ``store_name``: the store's, when the deployment sells (the page then says how to buy).
+    ``view``: what its seller set: a long description and changelogs in Markdown (rendered
+    by :func:`~pkgcat.repository.shop_view.html_of`), screenshots, links; its sale while
+    ``on_sale``.
     """
     rows = [
         ("Version", file.shown_version),
         ("Author", file.author),
         ("Section", file.section),
         ("Size", size_text(file.size)),
+        ("Compatibility", compatibility(view)),
     ]
     table = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows if v)
     buy = ""
     if file.paid:
-        price = f"{file.price} {file.currency}" if file.price else "Paid (not priced yet)"
+        price = price_text(file, view, on_sale) if file.price else "Paid (not priced yet)"
         how = (
             f"Buy it from your device in Sileo or Zebra: open this package and tap its price; "
             f"you sign in to {store_name} with your email address."
@@ -92,14 +105,33 @@ def web_depiction(file: ServedFile, store_name: str | None) -> bytes:
         buy = f'<p class="price"><strong>{escape(price)}</strong><br>{escape(how)}</p>'
     shots = "".join(
         f'<img src="{escape(url, quote=True)}" alt="{escape(file.name, quote=True)} screenshot">'
-        for url in _screenshots(file)
+        for url in _screenshots(file, view, media)
     )
+    seller_page = view is not None and view.page is not None
+    if (
+        seller_page
+        and view is not None
+        and view.page is not None
+        and view.page.long_description is not None
+    ):
+        long = html_of(file.long_description)
+    else:
+        long = _paragraphs(file.long_description)
+    found_links = " · ".join(link_html(title, url) for title, url in links(view))
+    notes = ""
+    if view is not None and view.changelogs:
+        notes = "<h2>Changelog</h2>" + "".join(
+            f"<h3>Version {escape(version)}</h3>{html_of(text)}"
+            for version, text in view.changelogs
+        )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(file.name)}</title><style>{STYLE}</style></head><body>"
         f'<h1>{escape(file.name)}</h1><p class="short">{escape(file.description)}</p>{buy}'
-        f"{_paragraphs(file.long_description)}"
+        f"{long}"
         + (f'<div class="shots">{shots}</div>' if shots else "")
-        + f"<table>{table}</table></body></html>"
+        + f"<table>{table}</table>"
+        + (f"<p>{found_links}</p>" if found_links else "")
+        + f"{notes}</body></html>"
     ).encode()

@@ -186,6 +186,10 @@ purchases = Table(
     # The payment platform's own fee on a store sale, as the platform reported it (migration
     # 0018); NULL: not reported (yet), or an imported purchase.
     Column("fee", String(32), nullable=True),
+    # The price before a sale or discount, and the discount code applied (migration 0020);
+    # NULL: none applied, or a purchase from before the shop.
+    Column("list_price", String(32), nullable=True),
+    Column("discount_code", String(40), nullable=True),
     CheckConstraint(
         "(allowed_for = 'package' AND package_id IS NOT NULL)"
         " OR (allowed_for = 'source' AND package_id IS NULL)",
@@ -455,6 +459,9 @@ store_payments = Table(
     Column("status", String(16), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("completed_at", BigInteger, nullable=True),
+    # The price before a sale or discount, and the discount whose use it claimed (0020).
+    Column("list_price", String(32), nullable=True),
+    Column("discount_id", String(40), nullable=True),
 )
 """Each payment the store started; a completed one wrote its purchases row in the same transaction."""
 
@@ -653,3 +660,125 @@ count_batches = Table(
     Column("at", BigInteger, nullable=False),
 )
 """Batches of counts on PostgreSQL whose fate a worker may still ask (migration 0014)."""
+
+# The sellers' shop (migration 0020): pages, versions, sales, gifts, discounts, history.
+
+package_pages = Table(
+    "package_pages",
+    metadata,
+    Column("package_id", Integer, ForeignKey("packages.id"), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    # NULL: not set by the seller; the .deb's value stands.
+    Column("name", Text, nullable=True),
+    Column("description", Text, nullable=True),
+    Column("long_description", Text, nullable=True),
+    Column("section", String(255), nullable=True),
+    Column("compatible", Text, nullable=True),
+    Column("min_ios", String(16), nullable=True),
+    Column("max_ios", String(16), nullable=True),
+    Column("support_url", Text, nullable=True),
+    Column("source_url", Text, nullable=True),
+    # Uploaded images, by their blob name (``DIGEST.png``); screenshots as a JSON list.
+    Column("icon", String(80), nullable=True),
+    Column("header", String(80), nullable=True),
+    Column("screenshots", Text, nullable=True),
+    # The version served now when the seller rolled back (NULL: the newest not withdrawn).
+    Column("served_version", String(255), nullable=True),
+    Column("updated_at", BigInteger, nullable=False),
+)
+"""What a seller set of a package's page, over what its .deb says."""
+
+package_versions = Table(
+    "package_versions",
+    metadata,
+    Column("package_id", Integer, ForeignKey("packages.id"), primary_key=True),
+    Column("version", String(255), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("changelog", Text, nullable=False, server_default=""),
+    Column("withdrawn_at", BigInteger, nullable=True),
+    Column("updated_at", BigInteger, nullable=False),
+)
+"""A version's changelog, and whether it is withdrawn (a version with neither has no row)."""
+
+package_sales = Table(
+    "package_sales",
+    metadata,
+    Column("package_id", Integer, ForeignKey("packages.id"), primary_key=True),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("price", String(32), nullable=False),
+    Column("starts_at", BigInteger, nullable=False),
+    Column("ends_at", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    CheckConstraint("starts_at < ends_at", name="ck_package_sales_window"),
+)
+"""A package's sale price for a window of time (one per package)."""
+
+package_history = Table(
+    "package_history",
+    metadata,
+    Column("id", _SEQ, primary_key=True, autoincrement=True),
+    Column("package_id", Integer, ForeignKey("packages.id"), nullable=False),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("at", BigInteger, nullable=False),
+    # Who: ``seller:APPLICATION`` (a key's application) or ``operator:COMMAND``.
+    Column("actor", String(200), nullable=False),
+    Column("change", String(40), nullable=False),
+    # What was set, as JSON (each field's new value; for a page, the old one too).
+    Column("facts", Text, nullable=False),
+)
+"""Every change of a package's shop, in order: who set what, when."""
+Index("ix_package_history_package", package_history.c.package_id, package_history.c.id)
+
+gift_codes = Table(
+    "gift_codes",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    # The code's SHA-256; the code itself is shown once, to the seller (or mailed).
+    Column("code_hash", String(64), nullable=False),
+    Column("hint", String(8), nullable=False),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("package_id", Integer, ForeignKey("packages.id"), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("expires_at", BigInteger, nullable=False),
+    Column("recipient", String(254), nullable=True),
+    Column("redeemed_at", BigInteger, nullable=True),
+    Column("buyer_id", Integer, ForeignKey("buyers.id"), nullable=True),
+    Column("txn_id", String(128), nullable=True),
+    UniqueConstraint("code_hash", name="uq_gift_codes_code_hash"),
+)
+"""Single-use gift codes; redeeming one writes a purchase (payment_platform ``gift``)."""
+Index("ix_gift_codes_package", gift_codes.c.package_id, gift_codes.c.created_at)
+
+discount_codes = Table(
+    "discount_codes",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    # Upper case, unique in the store: a buyer types it without naming the seller.
+    Column("code", String(40), nullable=False),
+    Column("source_id", Integer, ForeignKey("sources.id"), nullable=False),
+    Column("package_id", Integer, ForeignKey("packages.id"), nullable=False),
+    Column("kind", String(8), nullable=False),
+    # A percentage (``20``), or an amount in the package's currency (``0.50``).
+    Column("value", String(32), nullable=False),
+    Column("max_uses", Integer, nullable=False),
+    Column("uses", Integer, nullable=False, server_default="0"),
+    Column("ends_at", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("ended_at", BigInteger, nullable=True),
+    UniqueConstraint("code", name="uq_discount_codes_code"),
+    CheckConstraint("uses >= 0 AND uses <= max_uses", name="ck_discount_codes_uses"),
+    CheckConstraint("kind IN ('percent', 'amount')", name="ck_discount_codes_kind"),
+)
+"""Discount codes off a package's price: each use claimed by one payment, within the limit."""
+Index("ix_discount_codes_package", discount_codes.c.package_id)
+
+buyer_discounts = Table(
+    "buyer_discounts",
+    metadata,
+    Column("buyer_id", Integer, ForeignKey("buyers.id"), primary_key=True),
+    Column("discount_id", String(40), ForeignKey("discount_codes.id"), primary_key=True),
+    Column("entered_at", BigInteger, nullable=False),
+)
+"""The discount codes a buyer entered on the sign-in page, for their next purchase."""

@@ -13,13 +13,18 @@ can pass for an upgrade of them (``pkgcat check package-ids`` lists such rows).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from decimal import Decimal
 
+from debian.debian_support import Version
 from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from pkgcat.shop.values import Page, Sale
 from pkgcat.storage import schema as t
+from pkgcat.storage.shop.pages import page_from_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,20 @@ class ServedFile:
     updated_at: int
     icon: str = ""
     """The catalogue's icon address (the file's own ``Icon`` field comes first)."""
+    hidden: bool = False
+    """Withdrawn, or newer than the version its seller rolled back to: in no index, and
+    served only through a download URL (kept for buyers who own the package)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShopView:
+    """What a package's seller set beyond its row, as the indexes and depictions show it."""
+
+    page: Page | None = None
+    changelogs: tuple[tuple[str, str], ...] = ()
+    """(version, changelog) of its listed versions that have one, newest first."""
+    sale: Sale | None = None
+    """Its sale, when one is running or to come."""
 
 
 def _paid(price: str | None, commercial: bool) -> bool:
@@ -70,11 +89,29 @@ class Snapshot:
     repository, which has no change of its own to be dated by."""
     banners: tuple[tuple[str, str, str, str], ...] = ()
     """The featured banners, by source and place: (source, package, image address, title)."""
+    shops: dict[str, ShopView] = field(default_factory=dict)
+    """By package: what its seller set (only packages with something set)."""
+    media: frozenset[str] = frozenset()
+    """The uploaded images the pages name (``DIGEST.png``), served under ``/repo/media/``."""
 
 
-def read_served(engine: Engine) -> Snapshot:
-    """Every served file, by package, version and architecture, and the generation, in one snapshot."""
+def read_served(engine: Engine, now: int | None = None) -> Snapshot:
+    """Every served file, by package, version and architecture, and the generation, in one
+    snapshot; ``now``: the time sales are read at (their windows to come or running)."""
+    now = int(time.time()) if now is None else now
     d, p, s, k = t.deb_files, t.packages, t.sources, t.repository_keys
+    v, g = t.package_versions, t.package_pages
+    # Few packages have withdrawn versions or a pin: read apart, not joined to every file.
+    withdrawn_q = (
+        select(p.c.package, v.c.version)
+        .join(p, p.c.id == v.c.package_id)
+        .where(v.c.withdrawn_at.is_not(None))
+    )
+    pins_q = (
+        select(p.c.package, g.c.served_version)
+        .join(p, p.c.id == g.c.package_id)
+        .where(g.c.served_version.is_not(None))
+    )
     query = (
         select(
             d.c.sha256,
@@ -119,6 +156,9 @@ def read_served(engine: Engine) -> Snapshot:
             .join(s, s.c.id == b.c.source_id)
             .order_by(s.c.name, b.c.position)
         ).all()
+        shops = _shops(db, now)
+        withdrawn = {(row[0], row[1]) for row in db.execute(withdrawn_q)}
+        pins = {row[0]: Version(row[1]) for row in db.execute(pins_q)}
     files = [
         ServedFile(
             sha256=row.sha256,
@@ -144,6 +184,7 @@ def read_served(engine: Engine) -> Snapshot:
             screenshots=row.screenshots,
             updated_at=row.updated_at,
             icon=row.icon,
+            hidden=bool(withdrawn or pins) and _hidden(row.package, row.version, withdrawn, pins),
         )
         for row in rows
     ]
@@ -153,7 +194,64 @@ def read_served(engine: Engine) -> Snapshot:
         int(keys_changed or 0),
         int(began or 0),
         tuple((row[0], row[1], row[2], row[3]) for row in banners),
+        shops,
+        frozenset(
+            name
+            for view in shops.values()
+            if view.page is not None
+            for name in (view.page.icon, view.page.header, *view.page.screenshots)
+            if name
+        ),
     )
+
+
+def _hidden(
+    package: str, version: str, withdrawn: set[tuple[str, str]], pins: dict[str, Version]
+) -> bool:
+    """Withdrawn, or newer than the version its seller rolled back to."""
+    if (package, version) in withdrawn:
+        return True
+    pin = pins.get(package)
+    return pin is not None and Version(version) > pin
+
+
+def _shops(db: Connection, now: int) -> dict[str, ShopView]:
+    """What sellers set beyond the package rows, by package (a few rows: most have none)."""
+    g, v, sales, p = t.package_pages, t.package_versions, t.package_sales, t.packages
+    pages = {
+        row.package: page_from_row(row.package, row)
+        for row in db.execute(select(g, p.c.package).join(p, p.c.id == g.c.package_id))
+    }
+    notes: dict[str, list[tuple[str, str]]] = {}
+    for row in db.execute(
+        select(p.c.package, v.c.version, v.c.changelog)
+        .join(p, p.c.id == v.c.package_id)
+        .where(v.c.changelog != "", v.c.withdrawn_at.is_(None))
+    ):
+        notes.setdefault(row.package, []).append((row.version, row.changelog))
+    running = {
+        row.package: Sale(row.package, row.price, row.currency, row.starts_at, row.ends_at)
+        for row in db.execute(
+            select(p.c.package, p.c.currency, sales.c.price, sales.c.starts_at, sales.c.ends_at)
+            .join(p, p.c.id == sales.c.package_id)
+            .where(sales.c.ends_at > now)
+        )
+    }
+    shops = {}
+    for package in pages.keys() | notes.keys() | running.keys():
+        page = pages.get(package)
+        pin = None if page is None else page.served_version
+        listed = sorted(
+            (
+                (version, text)
+                for version, text in notes.get(package, [])
+                if pin is None or Version(version) <= Version(pin)
+            ),
+            key=lambda one: Version(one[0]),
+            reverse=True,
+        )
+        shops[package] = ShopView(page, tuple(listed), running.get(package))
+    return shops
 
 
 def claim_grant(

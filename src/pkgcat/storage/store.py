@@ -38,6 +38,7 @@ from pkgcat.money import amounts
 from pkgcat.storage import ledger, licences
 from pkgcat.storage import money as terms_of
 from pkgcat.storage import schema as t
+from pkgcat.storage.shop import discounts
 from pkgcat.storage.writes import outbox
 
 COMPLETED = "Completed"
@@ -85,13 +86,18 @@ class StorePurchase:
     """None: the whole source (``allowed_for`` = source)."""
     buyer_id: int
     email: str
-    udid: str
-    model: str
+    udid: str | None
+    """None: a gift given to an email address, on no device yet."""
+    model: str | None
     total: str
     currency: str
     platform: str
     txn_id: str
     purchased_at: int
+    list_price: str | None = None
+    """The price before a sale or discount, when one applied (the purchase records it)."""
+    discount_code: str | None = None
+    discount_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,8 @@ class SaleTerms:
 
 
 ACCOUNT_PREFIX = "store-buyer-"
+GIFT_PLATFORM = "gift"
+"""The ``payment_platform`` of a gift's purchase: total 0, nothing for the ledger."""
 
 
 def account_of(buyer_id: int) -> str:
@@ -172,6 +180,13 @@ def sign_in(
             )
         )
         return int(buyer_id)
+
+
+def buyer_id(engine: Engine, email: str) -> int | None:
+    """The id of the buyer of this (lower-case) address, or None when the store has none."""
+    with engine.connect() as db:
+        found = db.execute(select(t.buyers.c.id).where(t.buyers.c.email == email)).scalar()
+    return None if found is None else int(found)
 
 
 def find_token(engine: Engine, token_hash: str) -> TokenRecord | None:
@@ -281,13 +296,35 @@ def owns(engine: Engine, buyer_id: int, udid: str, package: ForSale) -> bool:
         return licences.held(db, package.source_id, package.id, claimant).owned
 
 
+def owns_on(db: Connection, buyer_id: int, package_id: int) -> bool:
+    """Whether a buyer's account holds a package through its purchases, on the caller's
+    connection (inside a gift's transaction: a gift is for an account, not a device); the
+    licence check's one statement, asked with no device."""
+    source_id = db.execute(select(t.packages.c.source_id).where(t.packages.c.id == package_id))
+    claimant = Claimant(account=account_of(buyer_id))
+    return licences.held(db, source_id.scalar_one(), package_id, claimant).owned
+
+
+class DiscountSpent(Exception):
+    """The discount code's last use was taken by another purchase: nothing was started."""
+
+
 def start_payment(
     engine: Engine,
     payment_id: str,
     purchase: StorePurchase,
 ) -> None:
-    """An open payment: nothing is owned until :func:`complete_payment` commits."""
+    """An open payment: nothing is owned until :func:`complete_payment` commits.
+
+    A discount applied claims one use of its code in the same transaction (of two payments
+    on the last use, one claims it and the other raises :class:`DiscountSpent`); a payment
+    that fails gives it back (:func:`fail_open_payment`).
+    """
     with engine.begin() as db:
+        if purchase.discount_id is not None and not discounts.claim_use(
+            db, purchase.discount_id, purchase.purchased_at
+        ):
+            raise DiscountSpent(purchase.discount_code)
         db.execute(
             insert(t.store_payments).values(
                 id=payment_id,
@@ -301,6 +338,8 @@ def start_payment(
                 platform=purchase.platform,
                 status="open",
                 created_at=purchase.purchased_at,
+                list_price=purchase.list_price,
+                discount_id=purchase.discount_id,
             )
         )
 
@@ -357,10 +396,13 @@ def complete_payment(
     if done.rowcount != 1:
         return False
     row = db.execute(
-        select(s, t.buyers.c.email)
+        select(s, t.buyers.c.email, t.discount_codes.c.code.label("discount_code"))
         .join(t.buyers, t.buyers.c.id == s.c.buyer_id)
+        .outerjoin(t.discount_codes, t.discount_codes.c.id == s.c.discount_id)
         .where(s.c.id == payment_id)
     ).one()
+    if row.discount_id is not None:
+        discounts.spent_by(db, row.buyer_id, row.discount_id)
     record_purchase(
         db,
         StorePurchase(
@@ -375,6 +417,8 @@ def complete_payment(
             platform=row.platform,
             txn_id=txn_id,
             purchased_at=now,
+            list_price=row.list_price,
+            discount_code=row.discount_code,
         ),
         terms,
     )
@@ -392,7 +436,12 @@ def fail_open_payment(db: Connection, payment_id: str, platform: str | None = No
     of another platform than ``platform``)."""
     s = t.store_payments
     done = db.execute(update(s).where(_payment(payment_id, platform)).values(status="failed"))
-    return done.rowcount == 1
+    if done.rowcount != 1:
+        return False
+    discount = db.execute(select(s.c.discount_id).where(s.c.id == payment_id)).scalar()
+    if discount is not None:
+        discounts.release_use(db, discount)
+    return True
 
 
 def written_by_the_store() -> ColumnElement[bool]:
@@ -488,7 +537,9 @@ def record_purchase(
     if db.execute(select(u.c.id).where(u.c.txn_id == purchase.txn_id)).first() is not None:
         raise TxnTaken(purchase.txn_id)
     gross = amounts.to_minor(purchase.total, purchase.currency)
-    percent = terms_of.commission_percent(db, purchase.source_id)
+    gift = purchase.platform == GIFT_PLATFORM
+    percent = None if gift else terms_of.commission_percent(db, purchase.source_id)
+    # The commission is on what was paid: a sale's or a discount's total; a gift's is 0.
     commission = amounts.commission(gross, terms.commission_percent if percent is None else percent)
     db.execute(
         insert(t.purchases).values(
@@ -508,8 +559,15 @@ def record_purchase(
             account=account_of(purchase.buyer_id),
             udid=purchase.udid,
             device_model=purchase.model,
+            list_price=purchase.list_price,
+            discount_code=purchase.discount_code,
         )
     )
+    outbox.emit_sales(db, [purchase.txn_id], now=int(time.time()))
+    if gift:
+        # No money passed: nothing for the seller's ledger.
+        _register_device(db, purchase)
+        return
     ledger.credit_sale(
         db,
         source_id=purchase.source_id,
@@ -523,7 +581,13 @@ def record_purchase(
         fee_pending=terms.fee_pending,
         now=purchase.purchased_at,
     )
-    outbox.emit_sales(db, [purchase.txn_id], now=int(time.time()))
+    _register_device(db, purchase)
+
+
+def _register_device(db: Connection, purchase: StorePurchase) -> None:
+    """The buyer's device, for the operator's views (none for a gift given by email)."""
+    if purchase.udid is None:
+        return
     d = t.buyer_devices
     known = db.execute(
         select(d.c.udid).where(

@@ -34,6 +34,24 @@ log = logging.getLogger(__name__)
 class SendsCodes(Protocol):
     async def send_code(self, to: str, code: str, minutes: int) -> None: ...
 
+    async def send_gift(self, to: str, code: str, package: str, until: str) -> None: ...
+
+
+def gift_message(
+    settings: Settings, sender: str, to: str, code: str, package: str, until: str
+) -> EmailMessage:
+    """A gift's mail: the code, and where to redeem it (the store's sign-in page)."""
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = to
+    mail["Subject"] = f"A gift from {settings.store_name}: {package}"
+    mail.set_content(
+        f"You have been given {package} on {settings.store_name}.\n\n"
+        f"Your gift code is {code}. In Sileo, open the package and tap Sign in: enter the "
+        f"code on the sign-in page, with this email address. It works once, until {until}.\n"
+    )
+    return mail
+
 
 def message(settings: Settings, sender: str, to: str, code: str, minutes: int) -> EmailMessage:
     """The sign-in mail, whichever way it goes."""
@@ -72,6 +90,10 @@ class Mailer:
         mail = message(self._settings, self._sender, to, code, minutes)
         await anyio.to_thread.run_sync(self._send, mail)
 
+    async def send_gift(self, to: str, code: str, package: str, until: str) -> None:
+        mail = gift_message(self._settings, self._sender, to, code, package, until)
+        await anyio.to_thread.run_sync(self._send, mail)
+
 
 class ConsoleMailer:
     """Development only: the mail to standard output, the code to the log (one line)."""
@@ -88,6 +110,14 @@ class ConsoleMailer:
         out.write(f"{rule}\n{mail.as_string()}{rule}\n")
         out.flush()
         log.warning("console mail (development only): sign-in code %s for %s", code, to)
+
+    async def send_gift(self, to: str, code: str, package: str, until: str) -> None:
+        mail = gift_message(self._settings, self._sender, to, code, package, until)
+        out = self._out or sys.stdout
+        rule = "-" * 72
+        out.write(f"{rule}\n{mail.as_string()}{rule}\n")
+        out.flush()
+        log.warning("console mail (development only): gift code %s for %s", code, to)
 
 
 def mailer_for(settings: Settings) -> SendsCodes:

@@ -34,8 +34,12 @@ from pkgcat.money.schedule import Schedule
 from pkgcat.repository.debs import pool_path
 from pkgcat.repository.keys import NoPassphrase
 from pkgcat.repository.served import ServedRepository
+from pkgcat.shop.errors import ShopRefused
+from pkgcat.shop.quote import quote
+from pkgcat.shop.values import Quote
 from pkgcat.storage import store as db
 from pkgcat.storage.backends import open_code_limiter
+from pkgcat.storage.shop import discounts, gifts, prices
 from pkgcat.store.mail import mailer_for
 from pkgcat.store.payments import Payment
 from pkgcat.store.platforms import money_platform_for, platform_for
@@ -241,16 +245,23 @@ class Store:
         """Price and ownership; ``where`` None for Zebra's signed-out GET (no device, no token)."""
         found = await self._for_sale(package)
         purchased = False
+        buyer_id = None
         if token:
             if where is None:
                 raise StoreError("udid is missing or malformed")
             buyer = await self.buyer(token, where)
-            purchased = await self._run(db.owns, buyer.buyer_id, where.udid, found)
+            buyer_id = buyer.buyer_id
+            purchased = await self._run(db.owns, buyer_id, where.udid, found)
         if found.price is None:
             # Tagged commercial with no price yet: paid, but not sold until it has one.
             shown, priced = "not priced yet", False
         else:
-            shown, priced = display_price(found.price, found.currency), Decimal(found.price) != 0
+            # Sileo shows the string as it is on the buy button: the price a purchase now
+            # pays (a running sale's, less a code the buyer entered), then the list price.
+            offer = await self._quote(found, buyer_id)
+            shown, priced = display_price(offer.price, found.currency), Decimal(found.price) != 0
+            if offer.price != offer.list_price:
+                shown += f" (was {display_price(offer.list_price, found.currency)})"
         if self.test_mode:
             shown += " (test)"
         return {
@@ -278,6 +289,7 @@ class Store:
         if self._platform is None or found.price is None or Decimal(found.price) == 0:
             raise StoreError(f"{package} is not for sale here")
         payment_id = self._platform.new_id()
+        offer = await self._quote(found, buyer.buyer_id)
         purchase = db.StorePurchase(
             source_id=found.source_id,
             package_id=found.id,
@@ -285,15 +297,27 @@ class Store:
             email=buyer.email,
             udid=where.udid,
             model=where.model,
-            total=found.price,
+            total=offer.price,
             currency=found.currency,
             platform=self._platform.name,
             txn_id=payment_id,
             purchased_at=self.now(),
+            list_price=None if offer.price == offer.list_price else offer.list_price,
+            discount_code=None if offer.discount is None else offer.discount.code,
+            discount_id=None if offer.discount is None else offer.discount.id,
         )
-        await self._run(db.start_payment, payment_id, purchase)
+        try:
+            await self._run(db.start_payment, payment_id, purchase)
+        except db.DiscountSpent:
+            assert offer.discount is not None
+            await self._run(discounts.forget, buyer.buyer_id, offer.discount.id)
+            raise StoreError(
+                f"the discount code {offer.discount.code} has just been used up; "
+                "buy again to pay the full price",
+                409,
+            ) from None
         outcome = await self._platform.pay(
-            Payment(payment_id, found.price, found.currency, f"{found.package} ({found.source})")
+            Payment(payment_id, offer.price, found.currency, f"{found.package} ({found.source})")
         )
         if outcome.next == "done":
             assert outcome.txn_id is not None
@@ -303,6 +327,49 @@ class Store:
             return {"status": 1, "url": outcome.url}
         await self._run(db.fail_payment, payment_id)
         return {"status": -1}
+
+    async def _quote(self, found: db.ForSale, buyer_id: int | None) -> Quote:
+        assert found.price is not None
+        now = self.now()
+        sale, discount = await self._run(
+            prices.offer, found.id, found.package, found.currency, buyer_id, now
+        )
+        return quote(found.price, found.currency, sale, discount, now)
+
+    # Codes entered on the sign-in page ---------------------------------------------------
+
+    async def redeem_gift(self, email: str, code: str, where: Device) -> str:
+        """Redeem a gift code for the buyer signed in as ``email``; the package now owned.
+        StoreError (naming the field) for a code unknown, used, expired, or a package owned."""
+        buyer = await self._run(db.buyer_id, email)
+        if buyer is None:
+            raise StoreError("gift_code: sign in first")
+        try:
+            done = await self._run(
+                gifts.redeem, digest(code_text(code)), buyer, email, (where.udid, where.model),
+                self.now(),
+            )  # fmt: skip
+        except ShopRefused as refused:
+            raise StoreError(str(refused), 409 if refused.kind == "conflict" else 400) from None
+        return done.package
+
+    async def check_discount(self, code: str) -> str:
+        """The discount code as stored (upper case), when it can be used now; else StoreError."""
+        wanted = code.strip().upper()
+        found = await self._run(discounts.find, wanted, self.now())
+        if found is None:
+            raise StoreError("discount_code: no such discount code")
+        if found.state != "active":
+            why = "has been used up" if found.state == "used_up" else "has ended"
+            raise StoreError(f"discount_code: this discount code {why}")
+        return found.id
+
+    async def enter_discount(self, email: str, discount_id: str) -> None:
+        """Keep a checked discount code for the buyer's next purchase of its package."""
+        buyer = await self._run(db.buyer_id, email)
+        if buyer is None:
+            raise StoreError("discount_code: sign in first")
+        await self._run(discounts.enter, buyer, discount_id, self.now())
 
     async def authorize_download(
         self,
@@ -345,6 +412,10 @@ class Store:
             files = [e for e in files if e.architecture in ROOTFUL] or files
         entry = min(files, key=lambda e: self._preference.rank(e.architecture))
         path = "/repo/" + pool_path(entry.package, entry.version, entry.architecture, entry.sha256)
+        if entry.hidden and not entry.paid:
+            # A withdrawn version is kept for the buyers who own the package; a free
+            # package has none, so its withdrawn versions are served to nobody.
+            raise StoreError(f"{package} {version} is withdrawn", 404)
         if not entry.paid:
             return {"url": self._downloads_base + path}
         if not await self._run(db.owns, buyer.buyer_id, where.udid, found):
@@ -400,6 +471,11 @@ class Store:
 
     async def close(self) -> None:
         await self._limiter.close()
+
+
+def code_text(code: str) -> str:
+    """A gift code as stored: its letters in upper case, spaces and dashes left out."""
+    return "".join(code.split()).replace("-", "").upper()
 
 
 def _complete(engine: Engine, payment_id: str, txn_id: str, now: int, terms: db.SaleTerms) -> bool:

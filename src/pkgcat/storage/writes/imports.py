@@ -64,6 +64,7 @@ from sqlalchemy.sql.dml import UpdateBase
 
 from pkgcat.events import package_event
 from pkgcat.storage import schema as t
+from pkgcat.storage.shop.pages import apply_pages
 from pkgcat.storage.writes import outbox, sources
 from pkgcat.storage.writes.bulk import Prepared, prepare, run
 
@@ -277,6 +278,9 @@ def apply_import(engine: Engine, plan: ImportPlan) -> int:
     ]
     # Last: once the package rows above are written, none points at these any more.
     steps += [partial(_delete, sql=sql, ids=ids) for ids in _batches(plan.gone, size)]
+    # The sellers' pages over what the repository says (one statement: sources with none
+    # update no row).
+    steps.append(_pages_again)
     source_id: int | None = None
     done = 0
     while source_id is None or done < len(steps):
@@ -431,6 +435,10 @@ def _write_packages(
             for package, version, architecture, new in chunk.shown
         ]
         outbox.emit(db, events, now=now)
+
+
+def _pages_again(db: Connection, source_id: int) -> None:
+    apply_pages(db, t.package_pages.c.source_id == source_id)
 
 
 def _delete(db: Connection, _source_id: int, *, sql: _Statements, ids: Sequence[int]) -> None:

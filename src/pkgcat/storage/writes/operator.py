@@ -25,7 +25,9 @@ from sqlalchemy.engine import Connection
 
 from pkgcat.domain import Scope
 from pkgcat.events import SALE_BY_STATUS
+from pkgcat.shop.values import operator
 from pkgcat.storage import schema as t
+from pkgcat.storage.shop.prices import price_changes
 from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.bulk import executemany, update_rows
 
@@ -271,6 +273,7 @@ def _set_columns(
     validate: Validate[Any],
     columns: tuple[str, ...],
     stamp: int | None = None,
+    on_change: Callable[[Connection, list[tuple[Any, ...]]], None] | None = None,
 ) -> Written:
     """Set ``columns`` of each package the file names to the row's values (and its
     ``updated_at`` to ``stamp``, when given, for each row that changes)."""
@@ -294,6 +297,8 @@ def _set_columns(
         ]
         written = columns if stamp is None else (*columns, "updated_at")
         update_rows(db, p, "id", written, changed)
+        if on_change is not None and changed:
+            on_change(db, changed)
     return Written(len(rows), 0, len(changed), len(rows) - len(changed), checked.ignored)
 
 
@@ -310,4 +315,12 @@ def write_prices(engine: Engine, validate: Validate[PriceRow]) -> Written:
     price (a paid package's ``Tag``, its depiction), and their ``Last-Modified`` is the
     latest such stamp, which clients that ask with ``If-Modified-Since`` (Zebra) compare.
     """
-    return _set_columns(engine, validate, ("price", "currency"), int(time.time()))
+    now = int(time.time())
+
+    def told(db: Connection, changed: list[tuple[Any, ...]]) -> None:
+        # Each price changed is a line of its package's history and an event, as a seller's is.
+        price_changes(
+            db, [(row[-1], row[0], row[1]) for row in changed], operator("import-prices"), now
+        )
+
+    return _set_columns(engine, validate, ("price", "currency"), now, told)

@@ -37,6 +37,8 @@ from pkgcat.events import package_event
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
 from pkgcat.storage.records import RECORD_COLUMNS, Record
+from pkgcat.storage.shop.pages import apply_pages
+from pkgcat.storage.shop.versions import listed, listing, unpin_for
 from pkgcat.storage.writes import outbox
 from pkgcat.storage.writes.imports import _copy_statements
 from pkgcat.versions import Preference, best
@@ -164,6 +166,7 @@ def write_published(
             return False
         _insert_file(db, FileRow(source_id, key, control, digests, now))
         _write_record(db, source_id, record, fingerprint(control), now)
+        unpin_for(db, _package_id(db, source_id, record.package), record.version)
         new = _show_best(db, source_id, record.package, preference, now)
         if source_id in outbox.listening(db, (source_id,)):
             outbox.emit(db, [package_event(new, source_id, *key)], now=now)
@@ -193,11 +196,29 @@ def _write_record(db: Connection, source_id: int, record: Record, print_: str, n
         )
 
 
+def _package_id(db: Connection, source_id: int, package: str) -> int | None:
+    p = t.packages
+    found = db.execute(
+        select(p.c.id).where(p.c.source_id == source_id, p.c.package == package)
+    ).scalar()
+    return None if found is None else int(found)
+
+
+def reshow(db: Connection, source_id: int, package: str, preference: Preference, now: int) -> None:
+    """Show the package row's best listed record again (a version released, rolled back to or
+    withdrawn), with its page over it."""
+    _show_best(db, source_id, package, preference, now)
+
+
 def _show_best(
     db: Connection, source_id: int, package: str, preference: Preference, now: int
 ) -> bool:
-    """The package row shows its best record, as after an import; whether the row is new."""
-    r, p = t.package_records, t.packages
+    """The package row shows its best listed record (not withdrawn, not newer than the
+    version its seller rolled back to), as after an import, with its page's values over
+    it; whether the row is new."""
+    r = t.package_records
+    row = _package_id(db, source_id, package)
+    withdrawn, pin = listing(db, row)
     records = [
         (version, architecture)
         for version, architecture in db.execute(
@@ -206,10 +227,9 @@ def _show_best(
             )
         )
     ]
-    version, architecture = best(records, preference)
-    row = db.execute(
-        select(p.c.id).where(p.c.source_id == source_id, p.c.package == package)
-    ).scalar()
+    version, architecture = best(
+        [one for one in records if listed(one[0], withdrawn, pin)] or records, preference
+    )
     insert_row, update_row = _copy_statements()
     db.execute(
         insert_row if row is None else update_row,
@@ -221,6 +241,8 @@ def _show_best(
             "p_now": now,
         },
     )
+    g = t.package_pages
+    apply_pages(db, (g.c.source_id == source_id) & (g.c.package_id == row))
     return row is None
 
 

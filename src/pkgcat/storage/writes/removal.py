@@ -133,6 +133,8 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
         ("usage_days", t.usage_days, t.usage_days.c.application_id.in_(apps)),
         ("keys", t.secret_keys, t.secret_keys.c.application_id.in_(apps)),
         ("applications", t.applications, t.applications.c.source_id == source_id),
+        # The shop's rows go with the packages they are of (never named: the packages are).
+        *_shop_parts(source_id),
         ("purchases", t.purchases, _source_purchases(source_id)),
         ("store_payments", t.store_payments, _source_payments(source_id)),
         ("buyer_devices", t.buyer_devices, t.buyer_devices.c.source_id == source_id),
@@ -142,6 +144,20 @@ def _source_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]
         # Their rows only: the blobs stay in the store (content-addressed, harmless).
         ("deb_files", t.deb_files, t.deb_files.c.source_id == source_id),
     ]
+
+
+def _shop_parts(source_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
+    codes = select(t.discount_codes.c.id).where(t.discount_codes.c.source_id == source_id)
+    return [
+        ("buyer_discounts", t.buyer_discounts, t.buyer_discounts.c.discount_id.in_(codes)),
+        *(
+            (table.name, table, table.c.source_id == source_id)
+            for table in (
+                t.discount_codes, t.gift_codes, t.package_history, t.package_sales,
+                t.package_versions, t.package_pages,
+            )
+        ),
+    ]  # fmt: skip
 
 
 def _application_parts(application_id: int) -> list[tuple[str, Table, ColumnElement[bool]]]:
