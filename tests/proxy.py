@@ -112,7 +112,7 @@ class Proxy:
         self._loop.call_soon_threadsafe(self._flowing.set)
 
     def stop(self) -> None:
-        self.cut()
+        self._call(self._stop())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(WAIT)
         self._loop.close()
@@ -135,6 +135,15 @@ class Proxy:
             writer.transport.abort()
         self._writers.clear()
         self._forgotten.clear()
+
+    async def _stop(self) -> None:
+        """Cut everything and end every connection's task: a task left pending on the closed
+        loop would be reported, when collected, in whichever test runs then."""
+        await self._cut()
+        tasks = asyncio.all_tasks() - {asyncio.current_task()}
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _forget(self) -> None:
         await self._close_server()

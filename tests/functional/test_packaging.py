@@ -37,8 +37,29 @@ def _server_libraries() -> frozenset[str]:
         marker = str(requirement.marker or "")
         if any(f'extra == "{extra}"' in marker for extra in ("server", "postgres", "redis")):
             found |= modules_of.get(canonicalize_name(requirement.name), set())
+    # What the client's own requirements bring (rich brings markdown-it-py) is the client's.
+    for distribution in _the_client_s_distributions():
+        found -= modules_of.get(distribution, set())
     # python-debian also ships a `test` package, which the standard library's shadows.
     return frozenset(name for name in found - {"pkgcat"} if not _in_the_standard_library(name))
+
+
+def _the_client_s_distributions() -> set[str]:
+    """Every distribution ``pip install pkgcat`` installs, without an extra, by name."""
+    seen: set[str] = set()
+    waiting = [
+        Requirement(line)
+        for line in requires("pkgcat") or []
+        if "extra ==" not in str(Requirement(line).marker or "")
+    ]
+    while waiting:
+        requirement = waiting.pop()
+        name = canonicalize_name(requirement.name)
+        if name in seen or (requirement.marker is not None and not requirement.marker.evaluate()):
+            continue
+        seen.add(name)
+        waiting.extend(Requirement(line) for line in requires(requirement.name) or [])
+    return seen
 
 
 def _in_the_standard_library(module: str) -> bool:
