@@ -27,6 +27,7 @@ from pkgcat.storage.backends import (
     database_unavailable,
     open_blobs,
     open_failure_limiter,
+    open_index_blobs,
     open_storage,
     open_write_engine,
 )
@@ -62,7 +63,11 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     engine = open_write_engine(settings)
     served = ServedRepository(
-        settings, open_blobs(settings), storage.catalogue.latest_generation, engine
+        settings,
+        open_blobs(settings),
+        storage.catalogue.latest_generation,
+        engine,
+        published=open_index_blobs(settings),
     )
     uploads = Uploads(settings, served.blobs, engine)
 
@@ -97,6 +102,10 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
             raise NotReady(f"object store: {type(error).__name__}", found) from error
         return found
 
+    async def started() -> None:
+        await storage.start()
+        served.start()  # the indexes followed from the worker's start, requested or not
+
     async def close() -> None:
         if access_log is not None:
             access_log.flush()  # and again at the process's exit, for answers still going out
@@ -110,7 +119,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
     site = create_site(
         on_shutdown=close,
-        on_startup=storage.start,
+        on_startup=started,
         ready=ready,
         throttle=throttle,
         metrics=metrics,

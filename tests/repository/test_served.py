@@ -198,7 +198,7 @@ def test_a_key_rotation_signs_with_both_until_the_old_one_retires(
 ) -> None:
     old = dearmored(pkgcat("repo", "key", "export").output, tmp_path, "old.gpg")
     assert pkgcat("repo", "key", "create").exit_code == 0
-    keys = json.loads(pkgcat("repo", "key", "list", "--json").output)
+    keys = json.loads(pkgcat("repo", "key", "list", "--json").stdout)
     # Keys made within one second list in fingerprint order: tell them apart by the export.
     (first,) = (c.fingerprint for c in pgp.Cert.split_bytes(old.read_bytes()))
     (second,) = (key["fingerprint"] for key in keys if key["fingerprint"] != first)

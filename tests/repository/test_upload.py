@@ -333,7 +333,7 @@ def test_key_create_grants_a_scope_and_key_list_shows_each_keys_scopes(
     made = pkgcat("key", "create", "--source", "Alpha", "--app", "alpha-a", "--scope", "publish")
     assert made.exit_code == 0, made.output
     assert "scopes: read publish" in made.output
-    listed = json.loads(pkgcat("key", "list", "--json").output)
+    listed = json.loads(pkgcat("key", "list", "--json").stdout)
     assert sorted(k["scopes"] for k in listed) == ["read"] * 4 + ["read publish"]
     [secret] = re.findall(r"pkc_[0-9A-Za-z]{40}", made.output)
     answer = post(uploader, secret, build_deb(tmp_path, "com.alpha.bycli").read_bytes())

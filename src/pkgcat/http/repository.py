@@ -56,7 +56,7 @@ from pkgcat.http.asgi import matches
 from pkgcat.outages import Outage
 from pkgcat.repository.grants import Grant, GrantRefused, Grants
 from pkgcat.repository.indexes import IMMUTABLE, IndexFile, IndexSet, PoolEntry, entity_tag
-from pkgcat.repository.served import ServedRepository
+from pkgcat.repository.served import PACKAGES_NAMES, SIGNED_NAMES, ServedRepository
 from pkgcat.storage.blobs import BlobsUnavailable
 from pkgcat.storage.store import device_owns
 
@@ -66,6 +66,7 @@ DEB = "application/vnd.debian.binary-package"
 _POOL = re.compile(r"pool/([0-9a-f]{2})/([0-9a-f]{64})/([^/]+\.deb)")
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 _MEDIA = re.compile(r"([0-9a-f]{64})\.(png|jpg)")
+_BY_HASH = re.compile(r"by-hash/(MD5Sum|SHA1|SHA256|SHA512)/[0-9a-f]{32,128}")
 
 REDIRECT_SECONDS = 300
 """How long a download's presigned address lasts (apt fetches it at once)."""
@@ -169,20 +170,31 @@ class RepositoryApp:
         if relative == "":
             await _plain(send, 200, _sources_line(scope, root))
             return
-        try:
-            served = await self.served.current()
-        except Exception:
-            # No index set yet, and the first build failed (the log has why): nothing to serve.
-            log.exception("the repository's indexes could not be built")
-            await _plain(send, 503, "the repository is not available; see the server's log")
-            return
         prefix, rest = "", relative
         if relative.startswith("sources/"):
             name, _, rest = relative.removeprefix("sources/").partition("/")
             prefix = f"sources/{name}/"
-            if f"{prefix}Release" not in served.files:
-                await _plain(send, 404, f"no repository of a source named {name!r} here")
-                return
+        try:
+            # A Release or a Packages file: the newest published, never one older than
+            # another worker of this host answered with before.
+            published = rest in SIGNED_NAMES or rest in PACKAGES_NAMES
+            served = await (self.served.newest() if published else self.served.current())
+        except Exception as error:
+            # No index set yet, and the first build failed: nothing to serve.
+            if self._unavailable(error) or isinstance(error, (BlobsUnavailable, TimeoutError)):
+                self.served.outage.failed(type(error).__name__)
+            else:
+                log.exception("the repository's indexes could not be built")
+            await _plain(
+                send,
+                503,
+                "the repository is not available; retry shortly",
+                [(b"retry-after", b"1")],
+            )
+            return
+        if prefix and f"{prefix}Release" not in served.files:
+            await _plain(send, 404, f"no repository of a source named {prefix[8:-1]!r} here")
+            return
         headers = dict(scope["headers"])
         if rest == "payment_endpoint" and self._payment_endpoint is not None:
             # Sileo reads one line: the base address of the payment provider (the store).
@@ -197,6 +209,9 @@ class RepositoryApp:
         if found is not None:
             from_disk = "http.response.pathsend" in scope.get("extensions", {})
             await _index(send, method, headers, found, from_disk)
+            return
+        if _BY_HASH.fullmatch(rest):
+            await self._by_hash(send, method, prefix + rest)
             return
         if rest.startswith("media/") and not prefix:
             await self._media(send, method, rest.removeprefix("media/"), served)
@@ -251,6 +266,39 @@ class RepositoryApp:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
+
+    async def _by_hash(self, send: Send, method: str, name: str) -> None:
+        """A by-hash index another worker or host published (its Release names it) and this
+        one does not hold: from the blob store, as published."""
+        try:
+            found = await self.served.by_hash(name)
+            if found is None:
+                await _plain(send, 404, f"not found: /{name}")
+                return
+            named, chunks = found
+            first: list[bytes] = []
+            if method == "GET":
+                await _first(chunks, first)  # the store's failure is a 503, before any byte
+        except Exception as error:
+            if not (self._unavailable(error) or isinstance(error, BlobsUnavailable)):
+                raise
+            await self._refuse(send, self.served.outage, type(error).__name__)
+            return
+        self.served.outage.worked()
+        headers = [
+            (b"content-type", named.media_type.encode()),
+            (b"content-length", str(named.size).encode()),
+            (b"cache-control", IMMUTABLE.encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if method == "HEAD":
+            await send({"type": "http.response.body", "body": b""})
+            return
+        for chunk in first:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        async for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
 
     async def _refuse(self, send: Send, outage: Outage, reason: str) -> None:
         """503 with ``Retry-After``, before any byte of the file; the outage told once."""

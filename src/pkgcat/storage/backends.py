@@ -274,3 +274,15 @@ def open_blobs(settings: Settings) -> BlobStore:
         )
     root = Path(settings.blob_dir) if settings.blob_dir else default_blob_dir(settings.database_url)
     return DirectoryBlobs(root)
+
+
+def open_index_blobs(settings: Settings) -> BlobStore:
+    """The store of the published index files (:mod:`pkgcat.storage.publications`), apart
+    from the .deb files: under ``indexes/`` of the bucket's prefix, or in the directory
+    beside the .deb files' named as it with ``-indexes``."""
+    if settings.s3_bucket is not None:
+        prefix = settings.s3_prefix.strip("/")
+        nested = settings.model_copy(update={"s3_prefix": f"{prefix}/indexes" if prefix else "indexes"})
+        return open_blobs(nested)
+    root = Path(settings.blob_dir) if settings.blob_dir else default_blob_dir(settings.database_url)
+    return DirectoryBlobs(root.with_name(f"{root.name}-indexes"))

@@ -782,3 +782,46 @@ buyer_discounts = Table(
     Column("entered_at", BigInteger, nullable=False),
 )
 """The discount codes a buyer entered on the sign-in page, for their next purchase."""
+
+index_publisher = Table(
+    "index_publisher",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    # The worker that builds and publishes the indexes while its lease runs.
+    Column("owner", String(40), nullable=False),
+    # The database's clock, in milliseconds: its last renewal plus the lease.
+    Column("until_ms", BigInteger, nullable=False),
+    CheckConstraint("id = 1", name="ck_index_publisher_one_row"),
+)
+"""The lease of the one worker, among all hosts, that publishes the indexes (migration 0021)."""
+
+index_publications = Table(
+    "index_publications",
+    metadata,
+    # Numbered in order of publication: a worker serves the highest it knows.
+    Column("number", BigInteger, primary_key=True, autoincrement=False),
+    Column("generation", BigInteger, nullable=False),
+    # The Valid-Until period it was signed for (0: none).
+    Column("period", BigInteger, nullable=False),
+    # What else the indexes are made from (the repository's settings), as a digest.
+    Column("made_from", String(64), nullable=False),
+    Column("made_ms", BigInteger, nullable=False),
+    # The signed files whole and the Packages files by SHA-256 (zlib'd JSON).
+    Column("files", LargeBinary, nullable=False),
+)
+"""The published index sets (migration 0021): every worker of every host serves these."""
+
+index_blobs = Table(
+    "index_blobs",
+    metadata,
+    # A by-hash name: ``SHA256/<hex>``, ``MD5Sum/<hex>``...
+    Column("digest", String(140), primary_key=True),
+    # The blob in the blob store holding the file.
+    Column("sha256", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("media_type", String(60), nullable=False),
+    # When a publication last named it (the database's clock, in milliseconds).
+    Column("named_ms", BigInteger, nullable=False),
+)
+"""Every by-hash index file published lately, in the blob store (migration 0021)."""
+Index("ix_index_blobs_named", index_blobs.c.named_ms)
