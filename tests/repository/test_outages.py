@@ -34,7 +34,7 @@ from tests.repository.conftest import Publisher, scalar
 from tests.repository.test_downloads import _download_url
 from tests.repository.test_served import PASSPHRASE, _filenames
 from tests.seaweed import S3Server
-from tests.servers import downloads_counted
+from tests.servers import downloads_counted, poll
 
 UPLOAD = "/1.0/package/upload.json"
 DEB = "application/vnd.debian.binary-package"
@@ -138,6 +138,60 @@ def test_a_download_whose_count_cannot_be_written_is_503_before_any_byte_and_log
     assert [r.getMessage().split(",")[0] for r in back] == ["downloads are counted again"]
     assert f"{len(refused)} answered 503 meanwhile" in back[0].getMessage()
     assert downloads_counted(database_url, "com.alpha.free") == 2  # before and after: exact
+
+
+def test_the_indexes_are_served_as_they_were_while_the_database_is_down_and_logged_once(
+    database_url: str,
+    pkgcat: Publisher,
+    cli_env: dict[str, str],
+    tmp_path: Path,
+    clock: Clock,
+    catalogue: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each worker looks for a newer publication, and the publisher builds, every half a
+    second: an outage is one warning of the indexes (no trace), and one line at its end."""
+    _publish(pkgcat, cli_env, tmp_path, caplog)
+    with proxied(database_url) if database_url.startswith("postgres") else _none() as found:
+        proxy, through = found if found is not None else (None, database_url)
+        settings = {
+            "database_url": through,
+            "blob_dir": cli_env["PKGCAT_BLOB_DIR"],
+            "request_deadline": 1.0,
+        }
+        with _served(settings, clock, catalogue) as api:
+            before = api.http.get("/repo/InRelease")
+            assert before.status_code == 200
+            answers = []
+
+            def indexes_told() -> list[logging.LogRecord] | None:
+                answers.append(api.http.get("/repo/InRelease"))
+                return [r for r in _ours(caplog) if "indexes" in r.getMessage()] or None
+
+            caplog.clear()
+            with (
+                _database_down(database_url, proxy),
+                caplog.at_level(logging.INFO, logger="pkgcat"),
+            ):
+                poll(indexes_told, "the indexes' outage told")
+                answers += [api.http.get("/repo/InRelease") for _ in range(TRIES)]
+                down = list(_ours(caplog))
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="pkgcat"):
+
+                def back_told() -> list[str] | None:
+                    lines = [r.getMessage() for r in _ours(caplog)]
+                    return [line for line in lines if "indexes" in line] or None
+
+                back = poll(back_told, "the end of the indexes' outage told")
+    # Served as they were the whole time.
+    assert {(a.status_code, a.content) for a in answers} == {(200, before.content)}
+    _no_trace(down)
+    warned = [r for r in down if r.levelno >= logging.WARNING]
+    assert [r.getMessage().split(":")[0] for r in warned] == [
+        "repository indexes cannot be built or read"
+    ]
+    assert [line.split(",")[0] for line in back] == ["repository indexes are built and read again"]
 
 
 @contextmanager
