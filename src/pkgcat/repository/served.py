@@ -35,6 +35,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -149,6 +150,7 @@ class ServedRepository:
         )
         self._made_from = hashlib.sha256(repr(self._identity).encode()).hexdigest()
         self._lifetime = settings.download_url_seconds
+        self._deadline = settings.request_deadline
         index_dir = settings.index_dir
         self.directory = IndexDirectory(
             Path(index_dir) if index_dir else default_blob_dir(settings.database_url, "indexes")
@@ -205,7 +207,12 @@ class ServedRepository:
         try:
             async with asyncio.timeout(FIRST_SECONDS):
                 while True:
-                    await self._step()
+                    try:
+                        await self._step()
+                    except Exception:
+                        if self._set is None:
+                            raise
+                        return self._set  # the background task tells of the failure
                     if self._set is not None and self._caught_up():
                         return self._set
                     await asyncio.sleep(POLL_SECONDS / 10)  # another worker is publishing
@@ -227,9 +234,13 @@ class ServedRepository:
         if self.outage.failing:
             return served
         try:
-            number = await anyio.to_thread.run_sync(newest_number, self.engine())
-            if self._adopted is None or number > self._adopted.number:
-                await self._adopt()
+            # Bounded: a database that does not answer is an outage, not a request held.
+            async with asyncio.timeout(self._deadline):
+                number = await asyncio.shield(
+                    anyio.to_thread.run_sync(newest_number, self.engine())
+                )
+                if self._adopted is None or number > self._adopted.number:
+                    await asyncio.shield(self._adopt())
         except Exception as error:
             if not self._unavailable(error):
                 raise
@@ -303,7 +314,7 @@ class ServedRepository:
         """Publish the local build, when the newest publication is of another one."""
         local = self._local
         assert local is not None
-        last = await anyio.to_thread.run_sync(newest, self.engine(), 0)
+        last = await anyio.to_thread.run_sync(partial(newest, self.engine(), 0, files=False))
         if (
             last is not None
             and (last.generation, last.period, last.made_from)

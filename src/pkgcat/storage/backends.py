@@ -282,7 +282,9 @@ def open_index_blobs(settings: Settings) -> BlobStore:
     beside the .deb files' named as it with ``-indexes``."""
     if settings.s3_bucket is not None:
         prefix = settings.s3_prefix.strip("/")
-        nested = settings.model_copy(update={"s3_prefix": f"{prefix}/indexes" if prefix else "indexes"})
+        nested = settings.model_copy(
+            update={"s3_prefix": f"{prefix}/indexes" if prefix else "indexes"}
+        )
         return open_blobs(nested)
     root = Path(settings.blob_dir) if settings.blob_dir else default_blob_dir(settings.database_url)
     return DirectoryBlobs(root.with_name(f"{root.name}-indexes"))

@@ -52,6 +52,10 @@ class Named:
 def hold(engine: Engine, owner: str, lease_ms: int) -> bool:
     """Take or renew the publisher's lease for ``owner``; whether it holds it now."""
     p = t.index_publisher
+    with engine.connect() as db:
+        found = db.execute(select(p.c.owner, p.c.until_ms >= now_ms(db))).first()
+    if found is not None and found[0] != owner and found[1]:
+        return False  # another's, running: no write (on SQLite, no write lock taken)
     with engine.begin() as db:
         unflushed(db)
         until = now_ms(db) + lease_ms
@@ -86,12 +90,16 @@ def newest_number(engine: Engine) -> int:
         return int(found or 0)
 
 
-def newest(engine: Engine, above: int = 0) -> Publication | None:
-    """The highest publication, when its number is above ``above``."""
+def newest(engine: Engine, above: int = 0, *, files: bool = True) -> Publication | None:
+    """The highest publication, when its number is above ``above`` (without ``files``: its
+    files left out, as ``b""``)."""
     i = t.index_publications
+    columns = [i.c.number, i.c.generation, i.c.period, i.c.made_from, i.c.made_ms]
+    if files:
+        columns.append(i.c.files)
     with engine.connect() as db:
         row = db.execute(
-            select(i).where(i.c.number > above).order_by(i.c.number.desc()).limit(1)
+            select(*columns).where(i.c.number > above).order_by(i.c.number.desc()).limit(1)
         ).first()
     if row is None:
         return None
@@ -101,7 +109,7 @@ def newest(engine: Engine, above: int = 0) -> Publication | None:
         int(row.period),
         row.made_from,
         int(row.made_ms),
-        bytes(row.files),
+        bytes(row.files) if files else b"",
     )
 
 
