@@ -16,7 +16,7 @@ UV_VERSION := 0.13.9
 UV_SYNC := $(BIN)/uv sync --locked --inexact --quiet --compile-bytecode
 
 .DEFAULT_GOAL := help
-.PHONY: help setup bytecode lock run test test-fast bench-store bench-licence lint format typecheck client-methods fuzz bench bench-defaults bench-smoke bench-profile bench-repository bench-shop soak slow-clients wrk dashboard-vendor browser-deps clean
+.PHONY: help setup bytecode lock run test test-fast bench-store bench-licence lint format typecheck client-methods fuzz bench bench-defaults bench-smoke bench-profile bench-repository bench-shop bench-indexes soak slow-clients wrk dashboard-vendor browser-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -119,6 +119,9 @@ bench-smoke: bytecode $(STAMP) wrk ## a 20-second run of the harness on a tiny c
 
 bench-repository: bytecode $(STAMP) wrk ## the served repository against granian's static files, and its rebuild (~3 minutes)
 	$(BIN)/python -m bench.repository
+
+bench-indexes: bytecode $(STAMP) ## the published indexes at 60,000 packages on SQLite and PostgreSQL + S3: a change served by every host, memory per worker (~5 minutes)
+	$(BIN)/python -m bench.indexes
 
 bench-shop: bytecode $(STAMP) ## a seller's page edit and price change until Packages and the depictions show them, at 60,000 packages (~3 minutes)
 	$(BIN)/python -m bench.shop
