@@ -131,6 +131,7 @@ def measure(backend: str, files: int, rounds: int, postgres_url: str) -> dict[st
             env["PKGCAT_BLOB_DIR"] = str(directory / "blobs")
             count = 1
         else:
+            (directory / "seaweedfs").mkdir()
             server = stack.enter_context(seaweedfs(directory / "seaweedfs"))
             env |= server.settings("bench")
             count = 2
@@ -167,6 +168,7 @@ def measure(backend: str, files: int, rounds: int, postgres_url: str) -> dict[st
         packages_bytes = len(fetch(f"{roots[0]}/repo/Packages", timeout=60)[1])
         memory = _memory(hosts)
         group.stop_all()
+        print(f"{backend}: {len(changes)} changes served", file=sys.stderr)
         return {
             "backend": backend,
             "source": source,

@@ -23,8 +23,9 @@ from pkgcat.storage import schema as t
 from pkgcat.storage.webhook_leases import now_ms, unflushed
 
 KEEP_MS = 3600 * 1000
-"""How long a by-hash file stays served after the last publication that named it: apt
-keeps a Release and fetches what it names later; an update takes far less than this."""
+"""How long a by-hash file stays served after the last publication that named it was
+superseded: apt keeps a Release and fetches what it names later; an update takes far
+less than this."""
 KEPT_PUBLICATIONS = 3
 """Publications kept as rows (a worker needs only the newest; a few for an operator)."""
 
@@ -147,13 +148,17 @@ def publish(
         if not held.rowcount:
             return None, []
         last = db.execute(
-            select(i.c.number, i.c.generation).order_by(i.c.number.desc()).limit(1)
+            select(i.c.number, i.c.generation, i.c.made_ms).order_by(i.c.number.desc()).limit(1)
         ).first()
         if last is not None and int(last.generation) > fields["generation"]:
             return None, []  # built from an older snapshot than one published already
         number = 1 if last is None else int(last.number) + 1
         made = db.execute(select(now_ms(db))).scalar_one()
         db.execute(insert(i).values(number=number, made_ms=made, **fields))
+        if last is not None:
+            # What the publication before named (its rows carry its time) was served until
+            # now: kept from now on, dated a millisecond before this publication's own rows.
+            db.execute(update(b).where(b.c.named_ms == last.made_ms).values(named_ms=made - 1))
         digests = [one.digest for one in named]
         db.execute(update(b).where(b.c.digest.in_(digests)).values(named_ms=made))
         known = set(db.execute(select(b.c.digest).where(b.c.digest.in_(digests))).scalars())
