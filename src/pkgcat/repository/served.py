@@ -53,7 +53,6 @@ from pkgcat.repository.indexes import (
     IndexFile,
     IndexSet,
     build,
-    carry_by_hash,
     entity_tag,
 )
 from pkgcat.repository.keys import NoPassphrase, Signers, clearsign, detach_sign, download_key
@@ -300,8 +299,8 @@ class ServedRepository:
         ):
             return
         started = time.monotonic()
+        # Its by-hash files are not served (the publication's are): none carried over.
         built = await anyio.to_thread.run_sync(self._build, period, served)
-        carry_by_hash(built, served)
         self._local = built
         log.debug(
             "repository indexes built for generation %d in %.3f s (%d files)",
@@ -393,8 +392,9 @@ class ServedRepository:
             merged.files = {
                 name: index for name, index in local.files.items() if not published_name(name)
             }
+            # The by-hash files of publications before are read from the store when asked
+            # for (:meth:`by_hash`): none kept in memory.
             merged.files |= adopted.files
-            carry_by_hash(merged, served)
             try:
                 await anyio.to_thread.run_sync(self.directory.place, merged, served)
             except OSError:
