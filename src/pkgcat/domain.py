@@ -24,10 +24,10 @@ TEST_PLATFORM = "test"
 """The payment platform of a purchase with no money behind it: the store's test mode
 (:mod:`pkgcat.store.payments`), or a purchase imported as such."""
 
-KeyScope = Literal["read", "publish", "webhooks", "whitelist"]
+KeyScope = Literal["read", "publish", "webhooks", "whitelist", "money"]
 """What a secret key may do. Every key reads; each write capability is one more name."""
 
-KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks", "whitelist")
+KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks", "whitelist", "money")
 """Every scope, in the order they are stored and listed (``read`` first, held by every key)."""
 
 KeyKind = Literal["secret", "public"]
