@@ -155,6 +155,13 @@ class Purchase:
     profile_url: str
     allowed_for: Scope
     payment_platform: str
+    fee: Decimal = Decimal(0)
+    """The payment platform's own fee, as it reported it (0: none reported, or imported)."""
+
+    @property
+    def net(self) -> Decimal:
+        """What the seller is credited: gross less commission and fee, exactly."""
+        return self.total - self.commission - self.fee
 
 
 class UsageDay(NamedTuple):
@@ -296,3 +303,5 @@ class SalesTotal:
     """Refunded and charged-back purchases."""
     refunded: Decimal
     """The gross amount of those."""
+    fee: Decimal = Decimal(0)
+    """The platforms' fees of the completed purchases."""

@@ -105,14 +105,19 @@ class SaleEvent(Event):
     purchased_at: int
     profile_url: str
     payment_platform: str
+    fee: str | None = None
+    """The platform's fee as the purchase records it; None: none (and in events written
+    before fees were kept, whose facts end before it)."""
 
     def facts(self) -> tuple[Any, ...]:
-        # Written out: the stored order, and an import calls it once per purchase.
-        return (
+        # Written out: the stored order, and an import calls it once per purchase. No fee,
+        # none stored: the facts are as they were before fees were kept.
+        facts = (
             self.txn_id, self.package, self.allowed_for, self.nickname, self.status, self.total,
             self.commission, self.currency, self.purchased_at, self.profile_url,
             self.payment_platform,
         )  # fmt: skip
+        return facts if self.fee is None else (*facts, self.fee)
 
     @classmethod
     def read(cls, source_id: int, stored: Any) -> Self:
@@ -130,6 +135,7 @@ class SaleEvent(Event):
             profile_url=self.profile_url,
             allowed_for=self.allowed_for,
             payment_platform=self.payment_platform,
+            fee=Decimal(self.fee) if self.fee else Decimal(0),
         )
         return Sale(purchase, self.package)
 

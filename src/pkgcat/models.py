@@ -348,6 +348,9 @@ class Buyer(TypedDict):
     profile_url: Annotated[Text, _text("Address of the buyer's profile.")]
     allowed_for: AllowedFor
     payment_platform: Annotated[str, _text("Payment platform, lower case.", r"^[a-z0-9_.-]+$")]
+    # Beyond spec 2.5, after its fields: what the seller keeps of the purchase.
+    fee: Annotated[str, _text("The payment platform's own fee (0.00: none reported).", DECIMAL)]
+    net: Annotated[str, _text("What the seller is credited: total - commission - fee.", DECIMAL)]
 
 
 _Limit = Annotated[int, Field(ge=1, le=100, description="Page size applied.")]
@@ -390,6 +393,8 @@ def _buyer(purchase: domain.Purchase, shape: Shape, zone: ZoneInfo) -> Buyer:
         "profile_url": _address(purchase.profile_url, shape),
         "allowed_for": purchase.allowed_for,
         "payment_platform": purchase.payment_platform,
+        "fee": _amount(purchase.fee),
+        "net": _amount(purchase.net),
     }
 
 
@@ -562,7 +567,8 @@ class Sale(TypedDict):
     status: Annotated[Text, _text("Completed, Refunded or Chargeback.")]
     gross: Amount
     commission: Amount
-    net: Annotated[Amount, Field(description="gross - commission.")]
+    fee: Annotated[Amount, Field(description="The payment platform's own fee (0.00: none).")]
+    net: Annotated[Amount, Field(description="gross - commission - fee, exactly.")]
     currency: Currency
     payment_platform: Annotated[str, _text("Payment platform, lower case.", r"^[a-z0-9_.-]+$")]
 
@@ -574,7 +580,8 @@ class SalesTotal(TypedDict):
     sales: Annotated[Count, Field(description="Completed purchases.")]
     gross: Amount
     commission: Amount
-    net: Amount
+    fee: Amount
+    net: Annotated[Amount, Field(description="gross - commission - fee.")]
     refunds: Annotated[Count, Field(description="Refunded and charged-back purchases.")]
     refunded: Annotated[Amount, Field(description="Their gross sum.")]
 
@@ -597,7 +604,8 @@ def _total(total: domain.SalesTotal) -> dict[str, Any]:
         "sales": total.sales,
         "gross": _amount(total.gross),
         "commission": _amount(total.commission),
-        "net": _amount(total.gross - total.commission),
+        "fee": _amount(total.fee),
+        "net": _amount(total.gross - total.commission - total.fee),
         "refunds": total.refunds,
         "refunded": _amount(total.refunded),
     }
@@ -615,7 +623,8 @@ def sale_body(sale: domain.Sale, zone: ZoneInfo) -> dict[str, Any]:
         "status": p.status,
         "gross": _amount(p.total),
         "commission": _amount(p.commission),
-        "net": _amount(p.total - p.commission),
+        "fee": _amount(p.fee),
+        "net": _amount(p.net),
         "currency": p.currency,
         "payment_platform": p.payment_platform,
     }

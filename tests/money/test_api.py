@@ -215,3 +215,30 @@ def test_the_typed_client_and_pkgcat_client_read_and_refund(
     assert pages.exit_code == 0, pages.output
     assert payout.id in pages.stdout
     assert purchase(engine, held)["status"] == "Refunded"
+
+
+def test_sales_and_buyers_show_gross_commission_fee_and_net_that_add_up_to_the_cent(
+    money_api: Api, alpha: str, sell: Sell
+) -> None:
+    """net was gross - commission: the platform's fee, recorded on the purchase, was not in
+    it, so sales.json said 7.65 where the ledger credited 7.09."""
+    txn = sell("9.00", terms=store.SaleTerms(Decimal(15), hold_seconds=0, fee=56))
+    sale = _sale(money_api, alpha, txn)
+    assert (sale["gross"], sale["commission"], sale["fee"], sale["net"]) == (
+        "9.00", "1.35", "0.56", "7.09",
+    )  # fmt: skip
+    found = ok(money_api.get("/1.0/source/sales.json", alpha, start="2024-03-01"))
+    [usd] = [t for t in found["totals"] if t["currency"] == "USD"]
+    sums = {k: sum(Decimal(s[k]) for s in found["sales"] if s["currency"] == "USD"
+                   and s["status"] == "Completed") for k in ("gross", "commission", "fee", "net")}  # fmt: skip
+    assert {k: Decimal(usd[k]) for k in sums} == sums
+    assert Decimal(usd["net"]) == Decimal(usd["gross"]) - Decimal(usd["commission"]) - Decimal(
+        usd["fee"]
+    )
+    buyers = ok(money_api.get("/1.0/package/buyers.json", alpha, package="com.alpha.paid"))
+    (buyer,) = [b for b in buyers["buyers"] if b["txn_id"] == txn]
+    assert (buyer["total"], buyer["commission"], buyer["fee"], buyer["net"]) == (
+        "9.00", "1.35", "0.56", "7.09",
+    )  # fmt: skip
+    [balance] = ok(money_api.get("/1.0/source/balance.json", alpha))["balances"]
+    assert balance["pending"] == sale["net"]  # what the ledger credits is what sales.json says

@@ -99,6 +99,7 @@ def emit_sales(db: Connection, txn_ids: Sequence[str], *, now: int) -> None:
             p.c.purchased_at,
             p.c.profile_url,
             p.c.payment_platform,
+            p.c.fee,
         )
         .select_from(p.outerjoin(k, k.c.id == p.c.package_id))
         .where(p.c.txn_id.in_(list(txn_ids)))
