@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import threading
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import orjson
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
+from pkgcat import events
 from pkgcat.client import Client
-from pkgcat.storage import store
+from pkgcat.storage import payouts, store
+from pkgcat.storage import schema as t
 from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from tests.client.conftest import BASE, InProcess, invoke
 from tests.conftest import Api, AppFactory
 from tests.money.conftest import DAY, Sell, Time, money_of, purchase, scheduler_of
+from tests.webhooks.conftest import PASSPHRASE
 
+MONEY_EVENTS = ("payout.paid", "payout.failed", "balance.available")
 _MONEY = {
     "store_platform": "test",
     "payout_hold_days": 0,
@@ -242,3 +247,53 @@ def test_sales_and_buyers_show_gross_commission_fee_and_net_that_add_up_to_the_c
     )  # fmt: skip
     [balance] = ok(money_api.get("/1.0/source/balance.json", alpha))["balances"]
     assert balance["pending"] == sale["net"]  # what the ledger credits is what sales.json says
+
+
+def test_a_release_and_a_payout_paid_or_failed_are_told_to_the_sources_webhooks(
+    make_api: AppFactory,
+    admin: CatalogueAdmin,
+    engine: Engine,
+    sell: Sell,
+    time_: Time,
+) -> None:
+    """No such events were declared: payouts moved the ledger in silence."""
+    api = make_api(**_MONEY, webhook_passphrase=PASSPHRASE, webhook_allow_loopback=True,
+                   webhook_delivery="separate")  # fmt: skip
+    hooks = admin.create_key("Alpha", "alpha-a", ("webhooks",)).secret_key
+    created = api.http.post(
+        "/1.0/webhook/create.json",
+        json={"url": "http://127.0.0.1:9/in", "events": list(MONEY_EVENTS)},
+        headers={"authorization": f"Bearer {hooks}"},
+    )
+    ok(created)
+    money_of(engine, time_).connect(1, "https://seller.test/done", "https://seller.test/again")
+    txn = sell("9.00", terms=store.SaleTerms(Decimal(15), hold_seconds=0))
+    sell("3.00", source_id=2, package_id=5)  # Beta's: nobody hears it
+    scheduler_of(engine, time_).run_once()
+    [payout] = money_of(engine, time_).payouts(1).payouts
+    with engine.begin() as db:  # the bank returns it days later, as Stripe tells
+        assert payouts.fail(db, payout.id, code="account_closed", message="closed", now=time_.now)
+        assert not payouts.fail(db, payout.id, code="account_closed", message="closed",
+                                now=time_.now)  # fmt: skip
+    told = _told(engine)
+    assert [(name, source) for name, source, _ in told] == [
+        ("balance.available", 1), ("payout.paid", 1), ("payout.failed", 1),
+    ]  # fmt: skip
+    assert told[0][2] == {"currency": "USD", "test": True, "amount": "7.65", "txn_id": txn}
+    assert told[1][2] | {"id": None} == {
+        "id": None, "currency": "USD", "test": True, "period": "2024-03-31", "amount": "7.65",
+        "status": "paid", "failure_code": None, "failure_message": None,
+    }  # fmt: skip
+    assert (told[2][2]["status"], told[2][2]["failure_message"]) == ("failed", "closed")
+    body = events.read("payout.failed", 1, told[2][2]).body(cast(events.Renderer, None))
+    assert (body.live, body.data["id"]) == (False, payout.id)  # test money: not live
+
+
+def _told(engine: Engine) -> list[tuple[str, int, Any]]:
+    with engine.connect() as db:
+        rows = db.execute(
+            select(t.webhook_events.c.type, t.webhook_events.c.source_id, t.webhook_events.c.data)
+            .where(t.webhook_events.c.type.in_(MONEY_EVENTS))
+            .order_by(t.webhook_events.c.seq)
+        ).all()
+    return [(row[0], row[1], orjson.loads(row[2])) for row in rows]
