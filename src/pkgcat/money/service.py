@@ -232,10 +232,10 @@ class Money:
         through the platform; once per ``key`` (the request's Idempotency-Key: the same key
         again answers the same refund). Refunded whole, the purchase is Refunded: its
         devices no longer own it. The seller's ledger is debited."""
-        platform = self._platform_or_refuse()
         currency = refunds.sale_currency(self._engine, source_id, txn_id)
-        if currency is None:
+        if currency is None:  # asked first: what is not the source's is refused alike anywhere
             raise InvalidArgument("txn_id", f"no store purchase {txn_id!r} in this source")
+        platform = self._platform_or_refuse()
         minor = None if amount is None else _amount(amount, currency)
         try:
             made = refunds.start(
