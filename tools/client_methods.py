@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from pkgcat.client import _models, _shapes, _webhooks
+from pkgcat.client import _models, _money, _shapes, _webhooks
 from pkgcat.http.openapi import served
 from pkgcat.http.operations import BY_NAME, Operation, Parameter
 
@@ -178,6 +178,20 @@ DOWNLOADS = Method(
     defaults={"days": "None"},
 )
 
+BALANCE = Method(
+    "source/balance",
+    "list[Balance]",
+    "read_balances",
+    "The caller's source's balances per currency (test money apart) and next payouts.",
+)
+PAYOUTS = Method(
+    "source/payouts",
+    "PayoutsPage",
+    "read_payouts",
+    "One page of the caller's source's payouts, newest first, with the entries each paid.",
+    keyword_from=0,
+)
+
 
 def _hook(verb: str, returns: str, read: str, doc: str) -> Method:
     return Method(f"webhook/{verb}", returns, read, doc)
@@ -258,6 +272,24 @@ METHODS: tuple[Method | Walk, ...] = (
         "WebhookDeliveries",
         "read_deliveries",
         "A page of the endpoint's delivery log, newest first; pass ``cursor`` for the next.",
+    ),
+    BALANCE,
+    PAYOUTS,
+    Walk(
+        "iter_payouts",
+        PAYOUTS,
+        "Payout",
+        "Every payout of the caller's source, newest first, following cursors.",
+        items="payouts",
+    ),
+    Method(
+        "purchase/refund",
+        "Refund",
+        "read_refund",
+        """Refund a store purchase of the key's source, whole or ``amount`` of it.
+
+    Needs a key with the ``money`` scope. Safe to retry: every attempt sends the same
+    ``idempotency_key`` (a random one when not given), and the refund is made once.""",
     ),
 )
 
@@ -514,7 +546,7 @@ def _imports() -> str:
     ]
     named = set(re.findall(r"\b[A-Za-z_]\w*\b", " ".join(code)))
     lines = []
-    for module in (_models, _shapes, _webhooks):
+    for module in (_models, _money, _shapes, _webhooks):
         names = sorted(named & _declared(module))
         if names:
             lines.append(f"from {module.__name__} import {', '.join(names)}")

@@ -15,8 +15,15 @@ from pkgcat.access_log import access_log_for
 from pkgcat.config import Settings
 from pkgcat.errors import NotReady
 from pkgcat.http.asgi import ApiApp
+from pkgcat.http.money import Desk
 from pkgcat.http.repository import RepositoryApp
-from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES, operation_name
+from pkgcat.http.routes import (
+    MONEY_ROUTES,
+    ROUTES,
+    WEBHOOK_ROUTES,
+    WRITE_ROUTES,
+    operation_name,
+)
 from pkgcat.http.site import Background, create_site
 from pkgcat.http.throttle import AuthThrottle
 from pkgcat.repository.indexes import PoolEntry
@@ -49,7 +56,10 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES)}
+        names = {
+            path: operation_name(path)
+            for path in (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *MONEY_ROUTES)
+        }
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -152,6 +162,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         body_timeout=settings.body_read_timeout,
         uploads=uploads,
         webhooks=webhooks,
+        money=Desk(settings, engine),
     )
 
 

@@ -24,10 +24,10 @@ TEST_PLATFORM = "test"
 """The payment platform of a purchase with no money behind it: the store's test mode
 (:mod:`pkgcat.store.payments`), or a purchase imported as such."""
 
-KeyScope = Literal["read", "publish", "webhooks", "whitelist"]
+KeyScope = Literal["read", "publish", "webhooks", "whitelist", "money"]
 """What a secret key may do. Every key reads; each write capability is one more name."""
 
-KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks", "whitelist")
+KEY_SCOPES: tuple[KeyScope, ...] = ("read", "publish", "webhooks", "whitelist", "money")
 """Every scope, in the order they are stored and listed (``read`` first, held by every key)."""
 
 KeyKind = Literal["secret", "public"]
@@ -155,6 +155,13 @@ class Purchase:
     profile_url: str
     allowed_for: Scope
     payment_platform: str
+    fee: Decimal = Decimal(0)
+    """The payment platform's own fee, as it reported it (0: none reported, or imported)."""
+
+    @property
+    def net(self) -> Decimal:
+        """What the seller is credited: gross less commission and fee, exactly."""
+        return self.total - self.commission - self.fee
 
 
 class UsageDay(NamedTuple):
@@ -296,3 +303,5 @@ class SalesTotal:
     """Refunded and charged-back purchases."""
     refunded: Decimal
     """The gross amount of those."""
+    fee: Decimal = Decimal(0)
+    """The platforms' fees of the completed purchases."""

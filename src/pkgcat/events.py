@@ -105,14 +105,19 @@ class SaleEvent(Event):
     purchased_at: int
     profile_url: str
     payment_platform: str
+    fee: str | None = None
+    """The platform's fee as the purchase records it; None: none (and in events written
+    before fees were kept, whose facts end before it)."""
 
     def facts(self) -> tuple[Any, ...]:
-        # Written out: the stored order, and an import calls it once per purchase.
-        return (
+        # Written out: the stored order, and an import calls it once per purchase. No fee,
+        # none stored: the facts are as they were before fees were kept.
+        facts = (
             self.txn_id, self.package, self.allowed_for, self.nickname, self.status, self.total,
             self.commission, self.currency, self.purchased_at, self.profile_url,
             self.payment_platform,
         )  # fmt: skip
+        return facts if self.fee is None else (*facts, self.fee)
 
     @classmethod
     def read(cls, source_id: int, stored: Any) -> Self:
@@ -130,6 +135,7 @@ class SaleEvent(Event):
             profile_url=self.profile_url,
             allowed_for=self.allowed_for,
             payment_platform=self.payment_platform,
+            fee=Decimal(self.fee) if self.fee else Decimal(0),
         )
         return Sale(purchase, self.package)
 
@@ -195,6 +201,38 @@ class ShopEvent(Event):
     @classmethod
     def sample(cls, source_id: int, now: int) -> Self:  # noqa: ARG003 - the same for every type
         return cls(source_id, "com.example.test-event", "seller:example", dict(cls.example))
+
+
+@dataclass(slots=True)
+class MoneyEvent(Event):
+    """A move of the source's money in its ledger (:mod:`pkgcat.storage.ledger`); its body is
+    what moved, the same in both shapes, amounts as decimal text in the currency's decimals;
+    ``livemode`` false for test money."""
+
+    example: ClassVar[dict[str, Any]]
+    """What a test send of this type says moved."""
+
+    details: dict[str, Any]
+
+    def facts(self) -> dict[str, Any]:
+        return self.details
+
+    @classmethod
+    def read(cls, source_id: int, stored: Any) -> Self:
+        return cls(source_id, dict(stored))
+
+    def body(self, render: Renderer) -> Body:  # noqa: ARG002 - the same in both shapes
+        return Body(dict(self.details), live=not self.details.get("test", False))
+
+    @classmethod
+    def sample(cls, source_id: int, now: int) -> Self:  # noqa: ARG003 - the same for every type
+        return cls(source_id, dict(cls.example))
+
+
+_PAYOUT_EXAMPLE = {
+    "id": "po_0123456789abcdef01234567", "currency": "USD", "test": True, "period": "2024-04-01",
+    "amount": "20.00", "status": "paid", "failure_code": None, "failure_message": None,
+}  # fmt: skip
 
 
 E = TypeVar("E", bound=type[Event])
@@ -359,6 +397,39 @@ class DiscountEnded(ShopEvent):
 
     name = "discount.ended"
     example: ClassVar[dict[str, Any]] = {"code": "SPRING20", "uses": 12}
+
+
+@declare
+@dataclass(slots=True)
+class PayoutPaid(MoneyEvent):
+    """a payout reaches the seller's bank (Stripe's `payout.paid`; in test mode, as it is sent)"""
+
+    name = "payout.paid"
+    example: ClassVar[dict[str, Any]] = _PAYOUT_EXAMPLE
+
+
+@declare
+@dataclass(slots=True)
+class PayoutFailed(MoneyEvent):
+    """a payout fails (refused by the platform, returned by the bank, its transfer reversed):
+    its amount is back in the available balance, and the body says why"""
+
+    name = "payout.failed"
+    example: ClassVar[dict[str, Any]] = _PAYOUT_EXAMPLE | {
+        "status": "failed", "failure_code": "account_closed",
+        "failure_message": "The bank account has been closed.",
+    }  # fmt: skip
+
+
+@declare
+@dataclass(slots=True)
+class BalanceAvailable(MoneyEvent):
+    """a store sale's hold ends: what it left pending becomes available to be paid out"""
+
+    name = "balance.available"
+    example: ClassVar[dict[str, Any]] = {
+        "currency": "USD", "test": True, "amount": "7.09", "txn_id": "test_txn_1",
+    }  # fmt: skip
 
 
 # Reading the declarations ------------------------------------------------------------------------

@@ -100,6 +100,11 @@ def _amount(value: Decimal) -> str:
     return format(value, "f")
 
 
+def amount(value: Decimal) -> str:
+    """An amount as every answer writes it (a signed one too: a balance may be owed)."""
+    return _amount(value)
+
+
 @lru_cache(maxsize=8192)
 def _midnight(day: date, shape: Shape, zone: ZoneInfo) -> str:
     """Midnight of ``day`` in ``zone`` as each shape writes it (the same few days recur)."""
@@ -343,6 +348,9 @@ class Buyer(TypedDict):
     profile_url: Annotated[Text, _text("Address of the buyer's profile.")]
     allowed_for: AllowedFor
     payment_platform: Annotated[str, _text("Payment platform, lower case.", r"^[a-z0-9_.-]+$")]
+    # Beyond spec 2.5, after its fields: what the seller keeps of the purchase.
+    fee: Annotated[str, _text("The payment platform's own fee (0.00: none reported).", DECIMAL)]
+    net: Annotated[str, _text("What the seller is credited: total - commission - fee.", DECIMAL)]
 
 
 _Limit = Annotated[int, Field(ge=1, le=100, description="Page size applied.")]
@@ -385,6 +393,8 @@ def _buyer(purchase: domain.Purchase, shape: Shape, zone: ZoneInfo) -> Buyer:
         "profile_url": _address(purchase.profile_url, shape),
         "allowed_for": purchase.allowed_for,
         "payment_platform": purchase.payment_platform,
+        "fee": _amount(purchase.fee),
+        "net": _amount(purchase.net),
     }
 
 
@@ -557,7 +567,8 @@ class Sale(TypedDict):
     status: Annotated[Text, _text("Completed, Refunded or Chargeback.")]
     gross: Amount
     commission: Amount
-    net: Annotated[Amount, Field(description="gross - commission.")]
+    fee: Annotated[Amount, Field(description="The payment platform's own fee (0.00: none).")]
+    net: Annotated[Amount, Field(description="gross - commission - fee, exactly.")]
     currency: Currency
     payment_platform: Annotated[str, _text("Payment platform, lower case.", r"^[a-z0-9_.-]+$")]
 
@@ -569,7 +580,8 @@ class SalesTotal(TypedDict):
     sales: Annotated[Count, Field(description="Completed purchases.")]
     gross: Amount
     commission: Amount
-    net: Amount
+    fee: Amount
+    net: Annotated[Amount, Field(description="gross - commission - fee.")]
     refunds: Annotated[Count, Field(description="Refunded and charged-back purchases.")]
     refunded: Annotated[Amount, Field(description="Their gross sum.")]
 
@@ -592,7 +604,8 @@ def _total(total: domain.SalesTotal) -> dict[str, Any]:
         "sales": total.sales,
         "gross": _amount(total.gross),
         "commission": _amount(total.commission),
-        "net": _amount(total.gross - total.commission),
+        "fee": _amount(total.fee),
+        "net": _amount(total.gross - total.commission - total.fee),
         "refunds": total.refunds,
         "refunded": _amount(total.refunded),
     }
@@ -610,7 +623,8 @@ def sale_body(sale: domain.Sale, zone: ZoneInfo) -> dict[str, Any]:
         "status": p.status,
         "gross": _amount(p.total),
         "commission": _amount(p.commission),
-        "net": _amount(p.total - p.commission),
+        "fee": _amount(p.fee),
+        "net": _amount(p.net),
         "currency": p.currency,
         "payment_platform": p.payment_platform,
     }
@@ -749,3 +763,95 @@ class ErrorMessage(TypedDict):
     """What every error carries beside its code."""
 
     response: Annotated[Text, _text("What went wrong, naming the parameter at fault.")]
+
+
+# --- source/balance, source/payouts, purchase/refund ----------------------------------------------
+
+SIGNED_DECIMAL = r"^-?\d+\.\d{2,}$"
+Signed = Annotated[
+    str, _text("A decimal amount, at least two decimals; below 0 when owed.", SIGNED_DECIMAL)
+]
+_Test = Annotated[bool, Field(description="Test money (a test-mode sale's): never paid.")]
+
+
+class NextPayout(TypedDict):
+    """The payout the schedule would make next."""
+
+    date: Annotated[str, _text("The payout date (UTC).", DAY)]
+    amount: Annotated[Amount, Field(description="Available now and released by then.")]
+    minimum: Annotated[Amount, Field(description="The least payout (the source's own, if higher).")]
+    blocked: Annotated[
+        str | None, Field(description="Why no payout would be made then; null: one would.")
+    ]
+
+
+class CurrencyBalance(TypedDict):
+    """The source's balances in one currency."""
+
+    currency: Currency
+    test: _Test
+    pending: Annotated[Signed, Field(description="Held: sales not released yet.")]
+    available: Annotated[Signed, Field(description="Released, not paid out yet.")]
+    next_payout: NextPayout
+
+
+class Balances(TypedDict):
+    """The caller's source's balances, live money first, by currency."""
+
+    balances: list[CurrencyBalance]
+
+
+class LedgerEntry(TypedDict):
+    """One entry of the source's ledger."""
+
+    kind: Annotated[
+        Text,
+        _text("sale, fee, release, refund, chargeback, payout, payout_failed or adjustment."),
+    ]
+    reference: Annotated[Text, _text("What it is for: a txn_id, a refund's or payout's id.")]
+    txn_id: Annotated[str | None, Field(description="The purchase it is of, if any.")]
+    pending: Signed
+    available: Signed
+    reason: Annotated[str | None, Field(description="Why (a failed payout, an adjustment).")]
+    created_at: IsoDate
+
+
+class Payout(TypedDict):
+    """One payout, with the ledger entries it paid."""
+
+    id: Annotated[Text, _text("The payout's id.", r"^po_")]
+    currency: Currency
+    test: _Test
+    period: Annotated[str, _text("The payout date it was made for (UTC).", DAY)]
+    amount: Amount
+    status: Annotated[Text, _text("pending, in_transit, paid or failed.")]
+    failure_code: Annotated[str | None, Field(description="The platform's code, when failed.")]
+    failure_message: Annotated[str | None, Field(description="Why it failed, when it did.")]
+    created_at: IsoDate
+    settled_at: Annotated[
+        str | None, Field(description="When it was paid or failed; null while under way.")
+    ]
+    entries: Annotated[
+        list[LedgerEntry], Field(description="The entries it paid, its own debit last.")
+    ]
+
+
+class Payouts(TypedDict):
+    """A page of the caller's source's payouts, newest first."""
+
+    payouts: list[Payout]
+    limit: _Limit
+    has_more: _HasMore
+    cursor: _Cursor
+
+
+class Refund(TypedDict):
+    """A refund of a store purchase."""
+
+    id: Annotated[Text, _text("The refund's id.", r"^rf_")]
+    txn_id: Annotated[Text, _text("The purchase refunded.")]
+    amount: Amount
+    currency: Currency
+    status: Annotated[Text, _text("succeeded (or pending while the platform is asked).")]
+    test: _Test
+    platform_refund_id: Annotated[str | None, Field(description="The platform's own id.")]

@@ -132,7 +132,7 @@ def test_buyers_page_json_and_csv(run: Run) -> None:
     rows = list(csv.reader(io.StringIO(run("alpha-a", "buyers", "com.alpha.paid", "--csv").stdout)))
     assert rows[0] == [
         "nickname", "status", "total", "commission", "currency", "date",
-        "txn_id", "profile_url", "allowed_for", "payment_platform",
+        "txn_id", "profile_url", "allowed_for", "payment_platform", "fee", "net",
     ]  # fmt: skip
     assert [r[6] for r in rows[1:]] == ["P-NEW", "S-MID", "P-OLD"]
     assert rows[2][2] == "9.00"

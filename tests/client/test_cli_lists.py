@@ -135,6 +135,7 @@ def test_sales_totals_per_currency(run: Run, connect: Connect) -> None:
         "net": "8.45",
         "refunds": 0,
         "refunded": "0.00",
+        "fee": "0.00",
     }
     assert (totals[1]["refunds"], totals[1]["refunded"]) == (1, "1.99")
     as_csv_rows = rows(run("alpha-a", "sales", "--totals", "--csv").stdout)

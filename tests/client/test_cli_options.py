@@ -30,6 +30,9 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "webhook deliveries": (["we_1"], {"--json"}),
     "webhook redeliver": (["we_1", "--event", "evt_1"], {"--json"}),
     "webhook test": (["we_1", "--event-type", "sale.completed"], {"--json"}),
+    "money balance": ([], {"--json"}),
+    "money payouts": ([], {"--json"}),
+    "money refund": (["test_txn_1", "--amount", "1.00"], {"--json"}),
 }
 """Each command with the least it needs, and the output options it takes."""
 

@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 import pkgcat.client
-from pkgcat.client import _models, _relations, _webhooks
+from pkgcat.client import _models, _money, _relations, _webhooks
 
 SRC = Path(pkgcat.client.__file__).parents[1]
 CLIENT_FILES = [
@@ -27,6 +27,7 @@ def test_all_is_exactly_the_public_names() -> None:
         "APIError",
         "AsyncClient",
         "AuthenticationError",
+        "Balance",
         "Buyer",
         "BuyersCursorPage",
         "BuyersPage",
@@ -35,16 +36,21 @@ def test_all_is_exactly_the_public_names() -> None:
         "DownloadsDay",
         "InvalidArgumentError",
         "KeyPlacement",
+        "LedgerEntry",
+        "NextPayout",
         "NotFoundError",
         "Operator",
         "Ownership",
         "Package",
         "PackagesPage",
+        "Payout",
+        "PayoutsPage",
         "PermissionDeniedError",
         "PkgcatError",
         "ProtocolError",
         "Purchase",
         "RateLimitError",
+        "Refund",
         "Relation",
         "Relations",
         "RequestInProgressError",
@@ -72,7 +78,9 @@ def test_all_is_exactly_the_public_names() -> None:
     assert len(set(pkgcat.client.__all__)) == len(pkgcat.client.__all__)
 
 
-@pytest.mark.parametrize("module", [_models, _relations, _webhooks], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [_models, _money, _relations, _webhooks], ids=lambda m: m.__name__
+)
 def test_every_record_is_exported(module: ModuleType) -> None:
     """A record declared in the client's modules is importable from ``pkgcat.client``: the
     package's ``__all__`` takes the records' modules' ``__all__`` whole."""
@@ -142,6 +150,7 @@ def test_importing_the_client_loads_no_server_module() -> None:
         "pkgcat.client._errors",
         "pkgcat.client._methods",
         "pkgcat.client._models",
+        "pkgcat.client._money",
         "pkgcat.client._relations",
         "pkgcat.client._shapes",
         "pkgcat.client._webhooks",

@@ -38,7 +38,7 @@ def test_buyer_fields_and_formats(api: Api) -> None:
     buyer = page(api, "alpha-a", "com.alpha.paid")["buyers"][1]
     assert list(buyer) == [
         "nickname", "status", "total", "commission", "currency", "date",
-        "txn_id", "profile_url", "allowed_for", "payment_platform",
+        "txn_id", "profile_url", "allowed_for", "payment_platform", "fee", "net",
     ]  # fmt: skip
     assert buyer["total"] == "9.00"
     assert re.fullmatch(r"\d+\.\d{2}", buyer["commission"])

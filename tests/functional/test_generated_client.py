@@ -228,7 +228,20 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
         webhooks = [o for o in operations if o.tag == "webhook"]
         if webhooks:
             _webhook_cases(server.base, env, mine, webhooks, calls, expected)
-        for operation in (o for o in operations if o.writes and o.tag != "webhook"):  # the upload
+        refund = next((o for o in operations if o.name == "purchase/refund"), None)
+        if refund is not None:  # the demo sold nothing through the store: refused, in the envelope
+            key = granted_key(env, mine, refund.scope)
+            fields = {
+                "fields": {"txn_id": "no-such-sale"},
+                "fields_model": "PurchaseRefundJsonBody",
+            }
+            for secret, status, code in ((key, 400, 2), (mine["secret_key"], 403, 9),
+                                         ("pkc_not-a-key", 401, 5)):  # fmt: skip
+                calls.append(_call(refund, secret) | fields)
+                expected.append((refund.name, status, code, ""))
+        for operation in (
+            o for o in operations if o.writes and o.tag != "webhook" and o is not refund
+        ):  # the upload
             for shape, app in shaped.items():
                 key = granted_key(env, app, operation.scope)
                 deb = build_deb(tmp_path, f"org.generated.{shape.lower()}", "1.0")

@@ -11,7 +11,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from pkgcat.http.openapi import openapi_document, served
-from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
+from pkgcat.http.routes import MONEY_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from tests.conftest import Api, check_against_openapi
 from tests.test_docs import DOCS, read, sections
 
@@ -31,13 +31,17 @@ def test_it_is_served_as_json(api: Api) -> None:
 
 def test_it_lists_exactly_the_served_operations_reads_get_and_writes_post() -> None:
     paths = openapi_document()["paths"]
-    assert set(paths) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES)
+    assert set(paths) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(MONEY_ROUTES)
     assert all(set(paths[path]) == {"get"} for path in ROUTES)
     assert all(set(paths[path]) == {"post"} for path in WRITE_ROUTES)
     methods = {path: set(paths[path]) for path in WEBHOOK_ROUTES}
     assert {path for path, found in methods.items() if found == {"get"}} == {
         "/1.0/webhook/list.json",
         "/1.0/webhook/deliveries.json",
+    }
+    methods = {path: set(paths[path]) for path in MONEY_ROUTES}
+    assert {path for path, found in methods.items() if found == {"post"}} == {
+        "/1.0/purchase/refund.json"
     }
     create = paths["/1.0/webhook/create.json"]["post"]
     assert set(create["requestBody"]["content"]) == {
@@ -83,9 +87,9 @@ def declared_errors(path: str) -> set[int]:
 
 def test_every_operation_declares_the_errors_its_reference_page_lists() -> None:
     documented = documented_errors()
-    assert set(documented) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES), (
-        "an operation of docs/api.md has no Errors: list"
-    )
+    assert set(documented) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(
+        MONEY_ROUTES
+    ), "an operation of docs/api.md has no Errors: list"
     for path, codes in documented.items():
         assert declared_errors(path) == codes, path
 
@@ -117,7 +121,7 @@ def test_the_codes_that_always_carry_the_rate_limit_headers_are_those_of_decisio
     assert promised is not None, "decision 7 lists no codes"
     listed = {int(code) for code in re.findall(r"\d+", promised.group(1))}
     declared: dict[int, set[bool]] = {}
-    for path in [*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES]:
+    for path in [*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *MONEY_ROUTES]:
         (operation,) = openapi_document()["paths"][path].values()
         for status, response in operation["responses"].items():
             if status in ("200", "304"):

@@ -25,6 +25,7 @@ from pkgcat.money.schedule import Schedule
 from pkgcat.money.scheduler import Scheduler
 from pkgcat.money.service import Money
 from pkgcat.storage import ledger
+from pkgcat.storage.admin import CatalogueAdmin
 from pkgcat.storage.engine import engine_for
 from pkgcat.store.stripe_connect import StripeMoney
 from tests.conftest import Api, AppFactory
@@ -259,3 +260,41 @@ def test_a_seller_s_refund_is_made_once_and_a_dashboard_refund_is_followed_by_th
     assert status[0] == "Refunded"
     origins = _row(engine, "SELECT count(*) FROM store_refunds WHERE origin = 'platform'")
     assert origins[0] == 1
+
+
+def test_a_refund_through_the_api_is_made_once_and_stripe_s_errors_answer_in_the_envelope(
+    shop: Api, mailbox: tuple[Mailbox, int], double: StripeDouble, admin: CatalogueAdmin
+) -> None:
+    """purchase/refund.json through Stripe: the same Idempotency-Key again is the first
+    answer and one Stripe refund; Stripe unable to answer is code 15 (HTTP 503) with nothing
+    refunded; a refusal by Stripe is code 2 naming txn_id, with Stripe's reason."""
+    key = admin.create_key("Alpha", "alpha-a", ("money",)).secret_key
+
+    def refund(txn: str, idempotency: str) -> Any:
+        headers = {"authorization": f"Bearer {key}", "idempotency-key": idempotency}
+        return shop.http.post("/1.0/purchase/refund.json", json={"txn_id": txn}, headers=headers)
+
+    device = _sale(shop, mailbox, double, "pi_money_api")
+    made = refund("pi_money_api", "refund-api-1")
+    assert made.status_code == 200, made.text
+    answer = made.json()["response"]
+    assert (answer["amount"], answer["currency"], answer["status"], answer["test"]) == (
+        "1.99", "USD", "succeeded", False,
+    )  # fmt: skip
+    assert refund("pi_money_api", "refund-api-1").json() == made.json()  # the first answer
+    [stripe_refund] = double.of("refunds")
+    assert stripe_refund["idempotency_key"] == f"pkgcat-refund-{answer['id']}"
+    assert device.package_info("com.alpha.paid").json()["purchased"] is False
+
+    device = _sale(shop, mailbox, double, "pi_money_api_2")
+    double.refuse["/v1/refunds"] = (
+        400, {"type": "invalid_request_error", "message": "Charge has been disputed."},
+    )  # fmt: skip
+    refused = refund("pi_money_api_2", "refund-api-2")
+    assert (refused.status_code, refused.json()["code"]) == (400, 2)
+    assert refused.json()["response"].startswith("txn_id: stripe refused the refund")
+    double.refuse["/v1/refunds"] = (500, {"type": "api_error", "message": "down"})
+    down = refund("pi_money_api_2", "refund-api-3")
+    assert (down.status_code, down.json()["code"]) == (503, 15)
+    assert device.package_info("com.alpha.paid").json()["purchased"] is True
+    assert len(double.of("refunds")) == 1

@@ -5,7 +5,8 @@ prints. Where the server and the key come from, the options every command takes
 and the exit codes are in :mod:`pkgcat.cli.client_config`; how a result is printed
 (a table, plain lines, JSON or CSV) is in :mod:`pkgcat.cli.client_render`; the
 webhook endpoints' commands (``pkgcat client webhook ...``) are in
-:mod:`pkgcat.cli.client_webhooks`.
+:mod:`pkgcat.cli.client_webhooks`, the money's (``pkgcat client money ...``) in
+:mod:`pkgcat.cli.client_money`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pkgcat.cli.client_config import (
     client_options,
     fail,
 )
+from pkgcat.cli.client_money import app as money_app
 from pkgcat.cli.client_render import (
     downloads_table,
     jsonable,
@@ -67,6 +69,7 @@ __all__ = ["EXIT_CODES", "EXIT_USAGE", "app", "jsonable"]
 
 app = group("client")
 app.add_typer(webhook_app, name="webhook")
+app.add_typer(money_app, name="money")
 
 PackageId = Annotated[str, typer.Argument(metavar="ID", help="Package identifier.")]
 

@@ -13,7 +13,7 @@ See ``docs/client.md`` for the whole guide, and :mod:`pkgcat.client._errors`
 for the exception tree.
 """
 
-from pkgcat.client import _models, _webhooks
+from pkgcat.client import _models, _money, _webhooks
 from pkgcat.client._client import AsyncClient, Client, KeyPlacement
 from pkgcat.client._errors import (
     APIConnectionError,
@@ -29,6 +29,7 @@ from pkgcat.client._errors import (
     ServerError,
 )
 from pkgcat.client._models import *  # noqa: F403 - its records: what its __all__ names
+from pkgcat.client._money import *  # noqa: F403 - the same for the money operations
 from pkgcat.client._webhooks import *  # noqa: F403 - the same for webhook/*
 
 __all__ = [
@@ -50,3 +51,4 @@ __all__ = [
 # The records, as their modules list them: a new record is exported where it is declared.
 __all__ += _models.__all__
 __all__ += _webhooks.__all__
+__all__ += _money.__all__

@@ -29,6 +29,15 @@ from pkgcat.client._models import (
     SourcePackage,
     UsageDay,
 )
+from pkgcat.client._money import (
+    Balance,
+    Payout,
+    PayoutsPage,
+    Refund,
+    read_balances,
+    read_payouts,
+    read_refund,
+)
 from pkgcat.client._shapes import answer, listed
 from pkgcat.client._webhooks import (
     WebhookAttempt,
@@ -59,6 +68,9 @@ _WEBHOOK_ROLL_SECRET = "/1.0/webhook/roll-secret.json"  # noqa: S105 - a path
 _WEBHOOK_REDELIVER = "/1.0/webhook/redeliver.json"
 _WEBHOOK_TEST = "/1.0/webhook/test.json"
 _WEBHOOK_DELIVERIES = "/1.0/webhook/deliveries.json"
+_SOURCE_BALANCE = "/1.0/source/balance.json"
+_SOURCE_PAYOUTS = "/1.0/source/payouts.json"
+_PURCHASE_REFUND = "/1.0/purchase/refund.json"
 
 
 class ClientMethods(Blocking):
@@ -387,6 +399,41 @@ class ClientMethods(Blocking):
             )
         )
 
+    def balance(self) -> list[Balance]:
+        """The caller's source's balances per currency (test money apart) and next payouts."""
+        return self._run(self._core.get(_SOURCE_BALANCE, given(), read_balances))
+
+    def payouts(self, *, limit: int = 25, cursor: str | None = None) -> PayoutsPage:
+        """One page of the caller's source's payouts, newest first, with the entries each paid."""
+        return self._run(
+            self._core.get(_SOURCE_PAYOUTS, given(limit=limit, cursor=cursor), read_payouts)
+        )
+
+    def iter_payouts(self, *, page_size: int = 100) -> Iterator[Payout]:
+        """Every payout of the caller's source, newest first, following cursors."""
+        for page in self._pages(
+            self._core.follow(
+                lambda cursor: self._core.get(
+                    _SOURCE_PAYOUTS, given(limit=page_size, cursor=cursor), read_payouts
+                )
+            )
+        ):
+            yield from page.payouts
+
+    def refund(
+        self, txn_id: str, amount: str | None = None, idempotency_key: str | None = None
+    ) -> Refund:
+        """Refund a store purchase of the key's source, whole or ``amount`` of it.
+
+        Needs a key with the ``money`` scope. Safe to retry: every attempt sends the same
+        ``idempotency_key`` (a random one when not given), and the refund is made once.
+        """
+        return self._run(
+            self._core.post_fields(
+                _PURCHASE_REFUND, {"txn_id": txn_id, "amount": amount}, idempotency_key, read_refund
+            )
+        )
+
 
 class AsyncClientMethods(Awaiting):
     """The operations of ``AsyncClient``, as coroutines and async iterators."""
@@ -711,5 +758,41 @@ class AsyncClientMethods(Awaiting):
                 _WEBHOOK_DELIVERIES,
                 given(endpoint=endpoint, limit=limit, cursor=cursor),
                 read_deliveries,
+            )
+        )
+
+    async def balance(self) -> list[Balance]:
+        """The caller's source's balances per currency (test money apart) and next payouts."""
+        return await self._run(self._core.get(_SOURCE_BALANCE, given(), read_balances))
+
+    async def payouts(self, *, limit: int = 25, cursor: str | None = None) -> PayoutsPage:
+        """One page of the caller's source's payouts, newest first, with the entries each paid."""
+        return await self._run(
+            self._core.get(_SOURCE_PAYOUTS, given(limit=limit, cursor=cursor), read_payouts)
+        )
+
+    async def iter_payouts(self, *, page_size: int = 100) -> AsyncIterator[Payout]:
+        """Every payout of the caller's source, newest first, following cursors."""
+        async for page in self._pages(
+            self._core.follow(
+                lambda cursor: self._core.get(
+                    _SOURCE_PAYOUTS, given(limit=page_size, cursor=cursor), read_payouts
+                )
+            )
+        ):
+            for item in page.payouts:
+                yield item
+
+    async def refund(
+        self, txn_id: str, amount: str | None = None, idempotency_key: str | None = None
+    ) -> Refund:
+        """Refund a store purchase of the key's source, whole or ``amount`` of it.
+
+        Needs a key with the ``money`` scope. Safe to retry: every attempt sends the same
+        ``idempotency_key`` (a random one when not given), and the refund is made once.
+        """
+        return await self._run(
+            self._core.post_fields(
+                _PURCHASE_REFUND, {"txn_id": txn_id, "amount": amount}, idempotency_key, read_refund
             )
         )

@@ -157,6 +157,10 @@ class Buyer:
     allowed_for: str = both(text)
     """Scope of the purchase: ``package`` or ``source`` on our server."""
     payment_platform: str = both(text)
+    fee: Decimal | None = a_only(amount, default=None)
+    """The payment platform's own fee; ``None`` from a server that does not tell it."""
+    net: Decimal | None = a_only(amount, default=None)
+    """What the seller is credited (total - commission - fee); ``None`` as ``fee``."""
 
 
 @record(slots=True)
@@ -251,8 +255,11 @@ class Sale:
     gross: Decimal = both(amount)
     commission: Decimal = both(amount)
     net: Decimal = both(amount)
+    """``gross - commission - fee``."""
     currency: str = both(text)
     payment_platform: str = both(text)
+    fee: Decimal | None = a_only(amount, default=None)
+    """The payment platform's own fee; ``None`` from a server that does not tell it."""
 
 
 @record(slots=True)
@@ -270,6 +277,9 @@ class SalesTotal:
     """Refunded and charged-back purchases."""
     refunded: Decimal = both(amount)
     """Their gross sum."""
+    fee: Decimal | None = a_only(amount, default=None)
+    """The platforms' fees of the completed purchases; ``None`` from a server that does not
+    tell them."""
 
 
 @record(slots=True)

@@ -40,8 +40,12 @@ from pkgcat.errors import (
 from pkgcat.http.auth import presented_key
 from pkgcat.http.bodies import BodyDeadline
 from pkgcat.http.errors import Headers, error_response
+from pkgcat.http.money import Call as MoneyCall
+from pkgcat.http.money import Desk
+from pkgcat.http.money import Handler as MoneyHandler
 from pkgcat.http.operations import BY_PATH
 from pkgcat.http.routes import (
+    MONEY_ROUTES,
     ROUTES,
     TAGGED,
     VERSION,
@@ -238,6 +242,7 @@ class ApiApp:
         body_timeout: float = 60.0,
         uploads: Uploads | None = None,
         webhooks: Managed | None = None,
+        money: Desk | None = None,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
         ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
@@ -248,10 +253,12 @@ class ApiApp:
         (``PKGCAT_BODY_READ_TIMEOUT``), then it is 408 (:mod:`pkgcat.http.bodies`).
         ``uploads``: what the write operations publish with (none: they answer code 15).
         ``webhooks``: what the ``webhook/*`` operations manage endpoints with (none: code 15).
+        ``money``: what the money operations read and refund with (none: code 15).
         """
         self.service = service
         self.uploads = uploads
         self.webhooks = webhooks
+        self.money = money
         self.query_keys = query_keys
         self.site = site
         self.throttle = throttle
@@ -403,7 +410,10 @@ class ApiApp:
         if access is not None:  # before the answer leaves: an answer sent has its line
             operation = (
                 None
-                if handler is None and path not in WRITE_ROUTES and path not in WEBHOOK_ROUTES
+                if handler is None
+                and path not in WRITE_ROUTES
+                and path not in WEBHOOK_ROUTES
+                and path not in MONEY_ROUTES
                 else operation_name(path)
             )
             access.line(
@@ -451,12 +461,14 @@ class ApiApp:
         caller: Caller | None = None
         write: WriteHandler | None = None
         hook: WebhookHandler | None = None
+        desk: MoneyHandler | None = None
         try:
             try:
                 if handler is None:
                     write = WRITE_ROUTES.get(path)
                     hook = WEBHOOK_ROUTES.get(path) if write is None else None
-                    if write is None and hook is None:
+                    desk = MONEY_ROUTES.get(path) if write is None and hook is None else None
+                    if write is None and hook is None and desk is None:
                         if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
                             raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
                         raise UnknownVersion(
@@ -500,6 +512,15 @@ class ApiApp:
                         Incoming(scope["headers"], receive),
                     )
                     return 200, await hook(call), rate, 0, application
+                if desk is not None:
+                    operation = BY_PATH[path]
+                    self.service.require_scope(caller, operation.scope, operation.name)
+                    if self.money is None:
+                        raise InternalError("this server keeps no sellers' money")
+                    money = MoneyCall(
+                        self.money, caller, query, Incoming(scope["headers"], receive)
+                    )
+                    return 200, await desk(money), rate, 0, application
                 if write is not None:
                     operation = BY_PATH[path]
                     self.service.require_scope(caller, operation.scope, operation.name)

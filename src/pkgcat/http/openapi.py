@@ -27,7 +27,7 @@ from pkgcat.errors import (
     Unavailable,
 )
 from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
-from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
+from pkgcat.http.routes import MONEY_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from pkgcat.models import DAY, ErrorMessage
 from pkgcat.services import BLANK
 
@@ -40,7 +40,7 @@ _OPEN = {"ErrorMessage"}
 TAGS: dict[str, str] = {
     "application": "The calling application itself.",
     "package": "One package of the catalogue.",
-    "source": "The caller's own source: its packages and its sales.",
+    "source": "The caller's own source: its packages, its sales and its money.",
     "webhook": "The caller's application's webhook endpoints (a key of the webhooks scope).",
 }
 
@@ -53,6 +53,7 @@ def served() -> list[Operation]:
         if operation.path in ROUTES
         or operation.path in WRITE_ROUTES
         or operation.path in WEBHOOK_ROUTES
+        or operation.path in MONEY_ROUTES
     ]
 
 

@@ -765,7 +765,74 @@ WEBHOOKS: tuple[Operation, ...] = (
 )
 """The webhook endpoints of the caller's application, managed with a key of the scope."""
 
-OPERATIONS = (*OPERATIONS, *WRITES, *WEBHOOKS)
+# --- money ---------------------------------------------------------------------------------------
+
+_TEST_MONEY = (
+    "Test money (a test-mode store's sales) is kept apart, each entry and payout marked `test`."
+)
+MONEY: tuple[Operation, ...] = (
+    Operation(
+        "source/balance",
+        "source",
+        "The caller's source's balances",
+        "Per currency: what its store sales left pending (held until their release), what is "
+        "available to be paid out, and the next payout: its date, its amount, and why none "
+        f"would be made then (no payout account, below the minimum). {_TEST_MONEY} Read live: "
+        "no ETag.",
+        (),
+        (Variant(same(m.Balances)),),
+        client="balance",
+        command="money balance",
+    ),
+    Operation(
+        "source/payouts",
+        "source",
+        "The caller's source's payouts",
+        f"Newest first, each with the ledger entries it paid (its own debit last). {_TEST_MONEY}",
+        (LIMIT, CURSOR),
+        (Variant(same(m.Payouts)),),
+        invalid="limit or cursor",
+        client="payouts",
+        command="money payouts",
+    ),
+    Operation(
+        "purchase/refund",
+        "source",
+        "Refund a store purchase of the caller's source",
+        "Through the payment platform, all that is left of it or `amount`. Refunded whole, "
+        "the purchase is Refunded: its devices no longer own it, and `sale.refunded` is sent. "
+        "The seller's balance is debited the refund less the commission's share of it. "
+        "Needs a key with the `money` scope. Safe to retry with an `Idempotency-Key` header: "
+        "the refund is made once.",
+        (
+            Parameter(
+                "txn_id",
+                "string",
+                "The store purchase's transaction id, as `source/sales` lists it.",
+                required=True,
+                wanted="a store purchase's txn_id",
+            ),
+            Parameter(
+                "amount",
+                "string",
+                "A decimal amount in the purchase's currency, at most what is left to refund; "
+                "absent: all of it.",
+                example="1.00",
+            ),
+        ),
+        (Variant(same(m.Refund)),),
+        errors=WRITE_ERRORS,
+        invalid="txn_id (not a completed store purchase of the caller's source) or amount",
+        client="refund",
+        command="money refund",
+        method="POST",
+        scope="money",
+        bodies=FIELDS,
+    ),
+)
+"""The seller's money: balances, payouts, and refunds of store purchases."""
+
+OPERATIONS = (*OPERATIONS, *WRITES, *WEBHOOKS, *MONEY)
 
 BY_NAME: Mapping[str, Operation] = {operation.name: operation for operation in OPERATIONS}
 BY_PATH: Mapping[str, Operation] = {operation.path: operation for operation in OPERATIONS}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from pkgcat.config import Settings
 from pkgcat.cursors import Cursors, key_position
@@ -27,7 +27,6 @@ from pkgcat.money.platform import MoneyPlatform
 from pkgcat.money.schedule import DAY, Schedule, day_start, utc_day
 from pkgcat.storage import ledger, payouts, refunds
 from pkgcat.storage import money as terms
-from pkgcat.storage import schema as t
 
 PAYOUTS_LIST = "source/payouts"
 """The list the payouts' cursors are made for (:mod:`pkgcat.cursors`)."""
@@ -179,11 +178,7 @@ class Money:
 
     def _cursors_of(self) -> Cursors:
         if self._cursors is None:
-            with self._engine.connect() as db:
-                key = db.execute(
-                    select(t.api_secrets.c.value).where(t.api_secrets.c.name == "cursor_key")
-                ).scalar_one()
-            self._cursors = Cursors.from_hex(key)
+            self._cursors = Cursors.from_hex(terms.cursor_key(self._engine))
         return self._cursors
 
     def payouts(self, source_id: int, *, cursor: str | None = None, limit: int = 25) -> PayoutPage:
@@ -237,10 +232,10 @@ class Money:
         through the platform; once per ``key`` (the request's Idempotency-Key: the same key
         again answers the same refund). Refunded whole, the purchase is Refunded: its
         devices no longer own it. The seller's ledger is debited."""
-        platform = self._platform_or_refuse()
         currency = refunds.sale_currency(self._engine, source_id, txn_id)
-        if currency is None:
+        if currency is None:  # asked first: what is not the source's is refused alike anywhere
             raise InvalidArgument("txn_id", f"no store purchase {txn_id!r} in this source")
+        platform = self._platform_or_refuse()
         minor = None if amount is None else _amount(amount, currency)
         try:
             made = refunds.start(

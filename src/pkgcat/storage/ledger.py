@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from pkgcat.events import BalanceAvailable
 from pkgcat.money.amounts import share, text, to_minor
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
+from pkgcat.storage.writes.outbox import emit_heard
 
 Entry = dict[str, object]
 
@@ -169,7 +171,12 @@ def release(db: Connection, txn_id: str, now: int) -> bool:
         available=amount,
         created_at=now,
     )
-    return seq is not None
+    if seq is None:
+        return False
+    details = {"currency": row.currency, "test": bool(row.test),
+               "amount": text(amount, row.currency), "txn_id": txn_id}  # fmt: skip
+    emit_heard(db, [BalanceAvailable(row.source_id, details)], now=now)
+    return True
 
 
 def release_due(engine: Engine, now: int, *, batch: int = 200) -> int:

@@ -34,6 +34,15 @@ def source_id(engine: Engine, name: str) -> int | None:
     return None if found is None else int(found)
 
 
+def cursor_key(engine: Engine) -> str:
+    """The deployment's key of list cursors (made by the migrations), as hex."""
+    with engine.connect() as db:
+        found = db.execute(
+            select(t.api_secrets.c.value).where(t.api_secrets.c.name == "cursor_key")
+        ).scalar_one()
+    return str(found)
+
+
 def _ensure(db: Connection, source: int, now: int) -> None:
     m = t.source_money
     if db.execute(select(m.c.source_id).where(m.c.source_id == source)).first() is None:

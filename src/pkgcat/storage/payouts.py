@@ -35,9 +35,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from pkgcat.events import MoneyEvent, PayoutFailed, PayoutPaid
+from pkgcat.money.amounts import text
 from pkgcat.storage import ledger
 from pkgcat.storage import schema as t
 from pkgcat.storage.engine import write_transaction
+from pkgcat.storage.writes.outbox import emit_heard
 
 LIVE = ("pending", "in_transit")
 
@@ -225,7 +228,10 @@ def sent(
     if paid:
         values["settled_at"] = now
     with engine.begin() as db:
-        return _held(db, payout_id, owner, values)
+        done = _held(db, payout_id, owner, values)
+        if done and paid:
+            _tell(db, PayoutPaid, payout_id, now)
+        return done
 
 
 def let_go(engine: Engine, payout_id: str, owner: str, reason: str, now: int) -> None:
@@ -257,7 +263,21 @@ def fail(db: Connection, payout_id: str, *, code: str | None, message: str, now:
         kind="payout_failed", reference=payout_id, payout_id=payout_id, pending=0,
         available=int(row.amount), reason=message[:500], created_at=now,
     )  # fmt: skip
+    if seq is not None:
+        _tell(db, PayoutFailed, payout_id, now)
     return seq is not None
+
+
+def _tell(db: Connection, kind: type[MoneyEvent], payout_id: str, now: int) -> None:
+    """The payout's event (``payout.paid``, ``payout.failed``), as it now is, in the caller's
+    transaction: sent once, as the change it tells of is made once."""
+    row = db.execute(select(t.payouts).where(t.payouts.c.id == payout_id)).one()
+    details = {
+        "id": row.id, "currency": row.currency, "test": bool(row.test), "period": row.period,
+        "amount": text(int(row.amount), row.currency), "status": row.status,
+        "failure_code": row.failure_code, "failure_message": row.failure_message,
+    }  # fmt: skip
+    emit_heard(db, [kind(row.source_id, details)], now=now)
 
 
 def by_platform_id(db: Connection, platform_payout_id: str) -> PayoutRecord | None:
@@ -285,6 +305,8 @@ def paid(db: Connection, payout_id: str, now: int) -> bool:
         .where(p.c.id == payout_id, p.c.status == "in_transit")
         .values(status="paid", settled_at=now, updated_at=now)
     )
+    if done.rowcount:
+        _tell(db, PayoutPaid, payout_id, now)
     return bool(done.rowcount)
 
 

@@ -101,9 +101,9 @@ def sale(row: Row) -> Sale:
 
 
 _TOTALS = """
-SELECT currency, status, total, commission, count(*) AS n FROM purchases
+SELECT currency, status, total, commission, fee, count(*) AS n FROM purchases
 WHERE {where} AND purchased_at >= ? AND purchased_at < ?{status}
-GROUP BY currency, status, total, commission
+GROUP BY currency, status, total, commission, fee
 """
 TOTALS = {
     (package, status): _TOTALS.format(
@@ -134,6 +134,7 @@ class _Sums:
     sales: int = 0
     gross: Decimal = Decimal(0)
     commission: Decimal = Decimal(0)
+    fee: Decimal = Decimal(0)
     refunds: int = 0
     refunded: Decimal = Decimal(0)
 
@@ -148,11 +149,12 @@ def totals(groups: Iterable[Row]) -> list[SalesTotal]:
             entry.sales += count
             entry.gross += total * count
             entry.commission += Decimal(row["commission"]) * count
+            entry.fee += Decimal(row["fee"] or 0) * count
         elif row["status"] in REFUNDS:
             entry.refunds += count
             entry.refunded += total * count
     return [
-        SalesTotal(c, e.sales, e.gross, e.commission, e.refunds, e.refunded)
+        SalesTotal(c, e.sales, e.gross, e.commission, e.refunds, e.refunded, e.fee)
         for c, e in sorted(sums.items())
     ]
 

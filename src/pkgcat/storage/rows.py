@@ -49,7 +49,7 @@ SELECT (SELECT count(*) FROM purchases WHERE package_id = ?)
      + (SELECT count(*) FROM purchases WHERE source_id = ? AND allowed_for = 'source') AS total
 """
 BUYER_COLUMNS = """nickname, status, total, commission, currency, purchased_at, txn_id,
-       profile_url, allowed_for, payment_platform"""
+       profile_url, allowed_for, payment_platform, fee"""
 OWN = "package_id = ?"
 SOURCE_WIDE = "source_id = ? AND allowed_for = 'source'"
 # Resume after a known buyer (keyset seek): older, or as old with a later txn_id.
@@ -280,4 +280,5 @@ def purchase(row: Row) -> Purchase:
         profile_url=row["profile_url"],
         allowed_for=row["allowed_for"],
         payment_platform=row["payment_platform"],
+        fee=Decimal(row["fee"]) if row["fee"] else Decimal(0),
     )

@@ -78,6 +78,13 @@ def emit(db: Connection, events: Sequence[Event], *, now: int) -> None:
     executemany(db, statement, _NAMES, rows)
 
 
+def emit_heard(db: Connection, events: Sequence[Event], *, now: int) -> None:
+    """Those of ``events`` whose source has a webhook endpoint, in the caller's transaction
+    (a source nobody hears writes nothing)."""
+    heard = listening(db, {event.source_id for event in events})
+    emit(db, [event for event in events if event.source_id in heard], now=now)
+
+
 def emit_sales(db: Connection, txn_ids: Sequence[str], *, now: int) -> None:
     """The sale event of each of these stored purchases, as its status now is.
 
@@ -99,6 +106,7 @@ def emit_sales(db: Connection, txn_ids: Sequence[str], *, now: int) -> None:
             p.c.purchased_at,
             p.c.profile_url,
             p.c.payment_platform,
+            p.c.fee,
         )
         .select_from(p.outerjoin(k, k.c.id == p.c.package_id))
         .where(p.c.txn_id.in_(list(txn_ids)))

@@ -1,4 +1,4 @@
-// The dashboard: sign-in, five views, and the states of a failed call.
+// The dashboard: sign-in, its views, and the states of a failed call.
 
 import { ApiError, call, key, onLimits, send, walk } from "./api.js";
 import * as charts from "./charts.js";
@@ -6,7 +6,7 @@ import { download, toCsv } from "./csv.js";
 import { addDays, dayOf, daysBetween, fromUnits, toUnits, unitsToNumber } from "./numbers.js";
 
 const $ = (selector) => document.querySelector(selector);
-const VIEWS = ["usage", "packages", "downloads", "sales", "buyers", "webhooks"];
+const VIEWS = ["usage", "packages", "downloads", "sales", "buyers", "webhooks", "money"];
 const BUYERS_PAGE = 25;
 
 const state = {
@@ -18,6 +18,7 @@ const state = {
   downloads: null, // the package whose downloads are shown
   buyers: { package: null, cursors: [""], index: 0 },
   webhook: { endpoint: null, cursor: null },
+  payouts: [], // the Money view's, for its CSV
   retry: null,
   sequence: 0, // answers to a superseded request are dropped
 };
@@ -210,6 +211,8 @@ function signOut() {
   state.downloads = null;
   for (const field of ["#sales-start", "#sales-end"]) $(field).value = "";
   $("#buyers-summary").textContent = "";
+  $("#refund-result").textContent = "";
+  state.payouts = [];
   clearNotice();
   $("#nav").hidden = true;
   $("#sign-out").hidden = true;
@@ -241,6 +244,7 @@ function open(view) {
   else if (view === "sales") prepareSales();
   else if (view === "buyers") prepareBuyers();
   else if (view === "webhooks") loadEndpoints();
+  else if (view === "money") loadMoney();
 }
 
 for (const button of document.querySelectorAll("#nav button")) {
@@ -427,6 +431,7 @@ const SALES_COLUMNS = [
   "status",
   "gross",
   "commission",
+  "fee",
   "net",
   "currency",
   "payment_platform",
@@ -580,6 +585,8 @@ const BUYER_COLUMNS = [
   "allowed_for",
   "total",
   "commission",
+  "fee",
+  "net",
   "currency",
   "txn_id",
   "profile_url",
@@ -825,6 +832,111 @@ $("#webhook-test-form").addEventListener("submit", (event) => {
 });
 
 $("#webhook-log-older").addEventListener("click", () => loadLog(true));
+
+// Money ---------------------------------------------------------------------------------------
+
+const PAYOUT_COLUMNS = [
+  "id",
+  "created_at",
+  "period",
+  "amount",
+  "currency",
+  "test",
+  "status",
+  "failure_message",
+  "entry_kind",
+  "entry_txn_id",
+  "entry_pending",
+  "entry_available",
+];
+
+function loadMoney() {
+  run("money", async (current) => {
+    const { balances } = await call("source/balance");
+    const payouts = await walk("source/payouts", {}, "payouts");
+    if (!current()) return;
+    state.payouts = payouts;
+    renderMoney(balances, payouts);
+  });
+}
+
+function renderMoney(balances, payouts) {
+  const label = (b) => (b.test ? `${b.currency} (test)` : b.currency);
+  $("#money-empty").hidden = balances.length > 0;
+  fill($("#money-balances tbody"), balances, (tr, b) => {
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = label(b);
+    tr.append(th);
+    cell(tr, b.pending, "num");
+    cell(tr, b.available, "num");
+    cell(tr, b.next_payout.date);
+    cell(tr, b.next_payout.amount, "num");
+    cell(tr, b.next_payout.blocked ?? "");
+  });
+  const canvas = $("#money-chart");
+  if (balances.length === 0) charts.clear(canvas);
+  else {
+    charts.draw(
+      canvas,
+      "bar",
+      balances.map(label),
+      [
+        { label: "Pending", data: balances.map((b) => Number(b.pending)) },
+        { label: "Available", data: balances.map((b) => Number(b.available)) },
+      ],
+      { yTitle: "Balance" },
+    );
+  }
+  $("#payouts-empty").hidden = payouts.length > 0;
+  $("#money-csv").disabled = payouts.length === 0;
+  fill($("#payouts-table tbody"), payouts, (tr, p) => {
+    if (p.status === "failed") tr.className = "refund";
+    moment(cell(tr, ""), p.created_at);
+    cell(tr, p.period);
+    cell(tr, p.amount, "num");
+    cell(tr, p.test ? `${p.currency} (test)` : p.currency);
+    cell(tr, p.status);
+    cell(tr, p.entries.length, "num");
+    cell(tr, p.failure_message ?? "");
+  });
+}
+
+$("#money-csv").addEventListener("click", () => {
+  // One line per entry paid, each with its payout: a spreadsheet sums them as it likes.
+  const rows = state.payouts.flatMap((p) =>
+    p.entries.map((e) => ({
+      ...p,
+      entry_kind: e.kind,
+      entry_txn_id: e.txn_id,
+      entry_pending: e.pending,
+      entry_available: e.available,
+    })),
+  );
+  download(`payouts-${state.today ?? "all"}.csv`, toCsv(PAYOUT_COLUMNS, rows));
+});
+
+$("#refund-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const txnId = $("#refund-txn").value.trim();
+  const amount = $("#refund-amount").value.trim();
+  if (!txnId) {
+    notice("request", "Enter the transaction id of the purchase to refund.");
+    return;
+  }
+  const what = amount ? `${amount} of ${txnId}` : `all that is left of ${txnId}`;
+  // A refund gives the buyer's money back: it is asked once more, in words.
+  if (!window.confirm(`Refund ${what} to its buyer? This cannot be undone.`)) return;
+  run("money", async () => {
+    const made = await send("purchase/refund", amount ? { txn_id: txnId, amount } : { txn_id: txnId });
+    $("#refund-result").textContent =
+      `Refunded ${made.amount} ${made.currency} of ${made.txn_id} (${made.status}).`;
+    $("#refund-txn").value = "";
+    $("#refund-amount").value = "";
+    state.sales = null; // the ledger changed
+    loadMoney();
+  });
+});
 
 // Start ---------------------------------------------------------------------------------------
 
