@@ -16,9 +16,16 @@ from pkgcat.config import Settings
 from pkgcat.errors import NotReady
 from pkgcat.http.asgi import ApiApp
 from pkgcat.http.repository import RepositoryApp
-from pkgcat.http.routes import ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES, operation_name
+from pkgcat.http.routes import (
+    LICENCE_ROUTES,
+    ROUTES,
+    WEBHOOK_ROUTES,
+    WRITE_ROUTES,
+    operation_name,
+)
 from pkgcat.http.site import Background, create_site
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.licences import LicenceService
 from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.served import ServedRepository
 from pkgcat.repository.uploads import Uploads
@@ -27,9 +34,11 @@ from pkgcat.storage.backends import (
     database_unavailable,
     open_blobs,
     open_failure_limiter,
+    open_public_limits,
     open_storage,
     open_write_engine,
 )
+from pkgcat.storage.writes.idempotency import Answers
 from pkgcat.webhooks.managed import Managed
 
 if TYPE_CHECKING:
@@ -48,7 +57,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {path: operation_name(path) for path in (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES)}
+        every = (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *LICENCE_ROUTES)
+        names = {path: operation_name(path) for path in every}
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -65,6 +75,17 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         settings, open_blobs(settings), storage.catalogue.latest_generation, engine
     )
     uploads = Uploads(settings, served.blobs, engine)
+    public_limits = open_public_limits(settings)
+    licences = LicenceService(
+        service,
+        storage.catalogue,
+        public_limits,
+        engine,
+        clock=lambda: clock().timestamp(),
+    )
+    answers = Answers(
+        engine, ttl=settings.idempotency_seconds, bound=settings.idempotency_claim_seconds
+    )
 
     async def count_download(entry: PoolEntry, count: int) -> None:
         # Counted on the UTC day: a device tells no time zone.
@@ -107,6 +128,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         engine.dispose()
         await storage.close()
         await throttle.close()
+        await public_limits.close()
 
     site = create_site(
         on_shutdown=close,
@@ -143,6 +165,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         body_timeout=settings.body_read_timeout,
         uploads=uploads,
         webhooks=webhooks,
+        licences=licences,
+        answers=answers,
     )
 
 

@@ -30,6 +30,9 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "webhook deliveries": (["we_1"], {"--json"}),
     "webhook redeliver": (["we_1", "--event", "evt_1"], {"--json"}),
     "webhook test": (["we_1", "--event-type", "sale.completed"], {"--json"}),
+    "whitelist list": (["com.x"], {"--json"}),
+    "whitelist add": (["com.x", "00008030-001A2D3E0C42802E"], {"--json"}),
+    "whitelist remove": (["com.x", "00008030-001A2D3E0C42802E"], {"--json"}),
 }
 """Each command with the least it needs, and the output options it takes."""
 
