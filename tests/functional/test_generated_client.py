@@ -228,7 +228,20 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
         webhooks = [o for o in operations if o.tag == "webhook"]
         if webhooks:
             _webhook_cases(server.base, env, mine, webhooks, calls, expected)
-        for operation in (o for o in operations if o.writes and o.tag != "webhook"):  # the upload
+        for operation in (o for o in operations if o.writes and o.tag != "webhook" and o.fields):
+            # The whitelist's writes: a JSON body of fields, a key of the whitelist scope.
+            model = "".join(part.capitalize() for part in operation.operation_id.split("_"))
+            for shape, app in shaped.items():
+                fields = {"package": app["paid_package"], "udid": ["00008030-001A2D3E0C42802E"]}
+                written = {"fields": fields, "fields_model": f"{model}JsonBody"}
+                for key, status, code, answer in [
+                    (granted_key(env, app, operation.scope), 200, 0, "WhitelistChange"),
+                    (app["secret_key"], 403, 9, ""),
+                    ("pkc_not-a-key", 401, 5, ""),
+                ]:
+                    calls.append(_call(operation, key) | written)
+                    expected.append((operation.name, status, code, answer))
+        for operation in (o for o in operations if o.writes and not o.fields):  # the upload
             for shape, app in shaped.items():
                 key = granted_key(env, app, operation.scope)
                 deb = build_deb(tmp_path, f"org.generated.{shape.lower()}", "1.0")
