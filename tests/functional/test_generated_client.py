@@ -231,7 +231,7 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
         for operation in (o for o in operations if o.writes and o.tag != "webhook" and o.fields):
             # The whitelist's writes: a JSON body of fields, a key of the whitelist scope.
             model = "".join(part.capitalize() for part in operation.operation_id.split("_"))
-            for shape, app in shaped.items():
+            for app in shaped.values():
                 fields = {"package": app["paid_package"], "udid": ["00008030-001A2D3E0C42802E"]}
                 written = {"fields": fields, "fields_model": f"{model}JsonBody"}
                 for key, status, code, answer in [
