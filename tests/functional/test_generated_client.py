@@ -234,13 +234,13 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
             for app in shaped.values():
                 fields = {"package": app["paid_package"], "udid": ["00008030-001A2D3E0C42802E"]}
                 written = {"fields": fields, "fields_model": f"{model}JsonBody"}
-                for key, status, code, answer in [
+                for key, status, code, record in [
                     (granted_key(env, app, operation.scope), 200, 0, "WhitelistChange"),
                     (app["secret_key"], 403, 9, ""),
                     ("pkc_not-a-key", 401, 5, ""),
                 ]:
                     calls.append(_call(operation, key) | written)
-                    expected.append((operation.name, status, code, answer))
+                    expected.append((operation.name, status, code, record))
         for operation in (o for o in operations if o.writes and not o.fields):  # the upload
             for shape, app in shaped.items():
                 key = granted_key(env, app, operation.scope)
