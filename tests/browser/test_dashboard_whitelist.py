@@ -37,9 +37,7 @@ def granted(tmp_path: Path, watched: Watched) -> Iterator[tuple[Served, str]]:
         yield server, json.loads(made.stdout)["secret_key"]
 
 
-def test_devices_are_added_paged_and_removed(
-    granted: tuple[Served, str], watched: Watched
-) -> None:
+def test_devices_are_added_paged_and_removed(granted: tuple[Served, str], watched: Watched) -> None:
     server, key = granted
     package = server.apps[0]["paid_package"]
     page = watched.page
