@@ -11,6 +11,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from pkgcat.http.openapi import openapi_document, served
+from pkgcat.http.operations import DRM_PATH
 from pkgcat.http.routes import LICENCE_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from tests.conftest import Api, check_against_openapi
 from tests.test_docs import DOCS, read, sections
@@ -31,7 +32,9 @@ def test_it_is_served_as_json(api: Api) -> None:
 
 def test_it_lists_exactly_the_served_operations_reads_get_and_writes_post() -> None:
     paths = openapi_document()["paths"]
-    assert set(paths) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(LICENCE_ROUTES)
+    served_paths = set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(LICENCE_ROUTES)
+    assert set(paths) == served_paths | {DRM_PATH}  # and the DRM check, at Packix's path
+    assert set(paths[DRM_PATH]) == {"post"}
     licences = {path: set(paths[path]) for path in LICENCE_ROUTES}
     assert licences == {
         "/1.0/package/whitelist.json": {"get"},

@@ -26,14 +26,14 @@ from pkgcat.domain import Caller
 from pkgcat.errors import ApiError, InvalidArgument
 from pkgcat.http.errors import envelope
 from pkgcat.http.idempotency import idempotency_key, idempotent
-from pkgcat.http.operations import BY_NAME, LIMIT, PACKAGE, PAGE, Given, Operation
+from pkgcat.http.operations import BY_NAME, DRM_PATH, LIMIT, PACKAGE, PAGE, Given, Operation
 from pkgcat.http.params import Query
 from pkgcat.http.uploads import Incoming
 from pkgcat.http.webhooks import read_fields
 from pkgcat.licences import DrmRequest, LicenceService
 from pkgcat.storage.writes.idempotency import Answers
 
-DRM_PATHS = frozenset({"/api/drm/check", "/api/drm/check/"})
+DRM_PATHS = frozenset({DRM_PATH, DRM_PATH + "/"})
 """Packix's path, as a middleman posts to it (and with the slash some add)."""
 DRM_MAX_BODY = 4096
 """A DRM check's body: four short fields need far less."""

@@ -27,7 +27,7 @@ from pkgcat.errors import (
     RequestInProgress,
     Unavailable,
 )
-from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
+from pkgcat.http.operations import DEB, DRM_PATH, FORM, OPERATIONS, Operation, Parameter
 from pkgcat.http.routes import LICENCE_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from pkgcat.models import DAY, ErrorMessage
 from pkgcat.services import BLANK
@@ -425,6 +425,89 @@ def _request_body(operation: Operation) -> Schema:
     return {"required": True, "description": "The .deb file.", "content": content}
 
 
+_DRM_STATUSES = (400, 401, 403, 404, 405, 429, 500, 503)
+"""What a DRM check answers besides 200: the status of the API's error (docs/api.md)."""
+
+
+def _drm_path() -> dict[str, Schema]:
+    """The Packix/Havoc DRM check (:mod:`pkgcat.http.licences`): not an operation of the table,
+    whose paths are ``/1.0/<name>.json`` and whose answers are the envelope; declared here so
+    that the document holds every path the API answers."""
+    field = {"type": "string"}
+    user = {
+        "type": "object",
+        "properties": {"udid": field, "model": field, "identifier": field, "token": field},
+        "description": "The device, its model, the package (identifier) and the token (a key).",
+    }
+    error = {
+        "type": "object",
+        "properties": {
+            "status": {"const": "error"},
+            "code": {"type": "integer", "description": "The API's error code."},
+            "message": {"type": "string"},
+        },
+        "required": ["status", "code", "message"],
+        "additionalProperties": False,
+    }
+    refused = {
+        str(status): {
+            "description": "Not a check: the API's error, by its code.",
+            "headers": dict(_REQUEST_ID),
+            "content": {"application/json": {"schema": error}},
+        }
+        for status in _DRM_STATUSES
+    }
+    answered = {
+        "type": "object",
+        "properties": {"status": {"enum": ["completed", "failed"]}},
+        "required": ["status"],
+        "additionalProperties": False,
+    }
+    return {
+        DRM_PATH: {
+            "post": {
+                "operationId": "drm_check",
+                "tags": ["package"],
+                "summary": "The Packix/Havoc DRM check: does a device own a package?",
+                "description": "Packix's request at Packix's path, so that a seller's middleman "
+                "changes only its base address. `completed`: owned (bought, or on the "
+                "package's whitelist); `failed`: not owned. The token is any key of the "
+                "package's source, in the body, a `token` header or `Authorization`.",
+                "security": [],
+                "parameters": [
+                    {
+                        "name": "token",
+                        "in": "header",
+                        "required": False,
+                        "description": "The token, when the body has none.",
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"user": user},
+                                "maxProperties": 8,
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "The device owns the package, or not.",
+                        "headers": dict(_REQUEST_ID),
+                        "content": {"application/json": {"schema": answered}},
+                    },
+                    **refused,
+                },
+            }
+        }
+    }
+
+
 def openapi_document(*, every: bool = False) -> dict[str, Any]:
     """The whole document, as served at ``/openapi.json``: a copy of the caller's own.
 
@@ -466,7 +549,7 @@ def _document(every: bool) -> dict[str, Any]:
             for tag, text in TAGS.items()
             if any(o.tag == tag for o in operations)
         ],
-        "paths": {o.path: _operation(o, schemas, every) for o in operations},
+        "paths": {o.path: _operation(o, schemas, every) for o in operations} | _drm_path(),
         "components": {
             "schemas": components,
             "securitySchemes": {

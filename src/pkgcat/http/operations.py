@@ -41,6 +41,8 @@ from pkgcat.events import NAMES as EVENT_TYPES
 from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
 
 VERSION = "1.0"
+DRM_PATH = "/api/drm/check"
+"""The Packix/Havoc DRM check's path: Packix's own, outside ``/1.0/`` (pkgcat.http.licences)."""
 Query = dict[str, str]
 Given = Mapping[str, object]
 """A request's parameters as the table reads them: a query's (text), or a write's fields (a
