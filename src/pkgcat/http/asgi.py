@@ -109,6 +109,8 @@ a timer per request would cost more than a tenth of a request)."""
 and a key may be in the query), and never sniffed as anything else by a browser."""
 
 
+_PUBLIC = frozenset(path for path, operation in BY_PATH.items() if operation.public)
+"""The paths a public key may call (package/check): a set, looked up once a request."""
 _LICENCE_READS = frozenset(p for p in LICENCE_ROUTES if BY_PATH[p].method == "GET")
 """The whitelist's read: under the request deadline, as the other reads are."""
 INVALID_FORMAT = b"Invalid format"
@@ -662,7 +664,7 @@ class ApiApp:
                 key = presented_key(
                     query.get("secret_key"), authorization, query_keys=self.query_keys
                 )
-                public = BY_PATH[path].public and self.licences is not None
+                public = path in _PUBLIC and self.licences is not None
                 if query.get("public_key") or (public and key is not None and keys.is_public(key)):
                     key = await self._public_key(key, query, public)
                 cutoff = time() + self._cutoff_after
