@@ -433,10 +433,15 @@ def _drm_path() -> dict[str, Schema]:
     """The Packix/Havoc DRM check (:mod:`pkgcat.http.licences`): not an operation of the table,
     whose paths are ``/1.0/<name>.json`` and whose answers are the envelope; declared here so
     that the document holds every path the API answers."""
-    field = {"type": "string"}
     user = {
         "type": "object",
-        "properties": {"udid": field, "model": field, "identifier": field, "token": field},
+        "properties": {
+            "udid": {"type": "string", "pattern": "^[A-Za-z0-9-]{1,64}$"},
+            "model": {"type": "string", "pattern": "^[\\x20-\\x7e]{1,64}$"},
+            "identifier": {"type": "string", "minLength": 1, "pattern": f"[^{_BLANK_CLASS}]"},
+            "token": {"type": "string"},
+        },
+        "required": ["udid", "identifier"],
         "description": "The device, its model, the package (identifier) and the token (a key).",
     }
     error = {
@@ -490,7 +495,7 @@ def _drm_path() -> dict[str, Schema]:
                             "schema": {
                                 "type": "object",
                                 "properties": {"user": user},
-                                "maxProperties": 8,
+                                "required": ["user"],
                             }
                         }
                     },
