@@ -121,6 +121,14 @@ def test_a_public_key_is_refused_clearly_anywhere_but_a_devices_check(
             bearer = {"Authorization": f"Bearer {public_key}"}
             header = api.http.get(path, params=params, headers=bearer)
             assert (header.status_code, header.json()["code"]) == (403, 9), path
+        for write in (ADD, "/1.0/webhook/list.json"):  # a write, and a read of a scope
+            written = api.http.request(
+                "POST" if write == ADD else "GET",
+                write,
+                json={"package": "com.alpha.paid", "udid": [BOUGHT]} if write == ADD else None,
+                headers={"Authorization": f"Bearer {public_key}"},
+            )
+            assert (written.status_code, written.json()["code"]) == (403, 9), write
     finally:
         api.http.event_hooks = hooks
 
