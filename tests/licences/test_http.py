@@ -248,3 +248,23 @@ def test_another_output_type_is_415_with_yourepos_message_alone(
     # An unknown operation is still code 1, whatever its extension.
     unknown = api.http.get("/1.0/package/nothing.xml")
     assert (unknown.status_code, unknown.json()["code"]) == (404, 1)
+
+
+def test_a_public_key_spends_its_own_allowances_per_device_then_code_13(
+    make_api: Any, devices: None, public_key: str
+) -> None:
+    """A public key does not spend its application's limit, but its own and each device's
+    (docs/api.md, decision 10): a device past its allowance is refused, another is not."""
+    api = make_api(public_device_limit="2/hour")
+    params = {"public_key": public_key, "package": "com.alpha.paid"}
+    answers = [api.http.get(CHECK, params={**params, "udid": BOUGHT}) for _ in range(3)]
+    assert [r.status_code for r in answers] == [200, 200, 429]
+    spent = answers[-1]
+    assert spent.json()["code"] == 13
+    assert spent.json()["response"].startswith("rate limit exceeded for this device with this key")
+    assert int(spent.headers["retry-after"]) > 0
+    other = api.http.get(CHECK, params={**params, "udid": UNKNOWN})
+    assert body(other)["check"] == "fail"
+    # The application's own limit was not spent by them: a secret key still has it whole.
+    usage = api.get("/1.0/application/usage.json", api.keys["alpha-a"], days=1)
+    assert usage.headers["ratelimit-remaining"] == str(int(usage.headers["ratelimit-limit"]) - 1)
