@@ -21,7 +21,16 @@ from pkgcat.client import AsyncClient, Client
 from pkgcat.errors import InvalidArgument
 from pkgcat.events import NAMES as EVENT_NAMES
 from pkgcat.http.openapi import openapi_document, served
-from pkgcat.http.operations import BY_NAME, DAYS, LIMIT, OPERATIONS, PACKAGE, Operation, Parameter
+from pkgcat.http.operations import (
+    BY_NAME,
+    DAYS,
+    DRM_PATH,
+    LIMIT,
+    OPERATIONS,
+    PACKAGE,
+    Operation,
+    Parameter,
+)
 from tests.test_docs import DOCS, read, sections, table_rows
 
 SERVED = served()
@@ -92,8 +101,9 @@ def test_the_declared_operations_make_a_valid_document_of_their_own() -> None:
     """Every operation, parameter and model of the table, served or not, as one document."""
     document = openapi_document(every=True)
     validate(document)
-    assert set(document["paths"]) == {o.path for o in OPERATIONS}
-    assert {o.path for o in SERVED} == set(openapi_document()["paths"])
+    # Besides the table's operations, the DRM check at Packix's own path.
+    assert set(document["paths"]) == {o.path for o in OPERATIONS} | {DRM_PATH}
+    assert {o.path for o in SERVED} | {DRM_PATH} == set(openapi_document()["paths"])
     usage = document["paths"]["/1.0/application/usage.json"]["get"]
     assert {p["name"] for p in usage["parameters"]} == {"days", "start", "end", "by"}
     schemas = document["components"]["schemas"]

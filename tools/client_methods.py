@@ -193,6 +193,34 @@ PAYOUTS = Method(
 )
 
 
+WHITELIST = Method(
+    "package/whitelist",
+    "WhitelistPage",
+    "answer(WhitelistPage)",
+    "One page of the devices on a package's whitelist, by udid (YouRepo's whitelist).",
+    keyword_from=1,
+)
+WHITELIST_ADD = Method(
+    "package/whitelist/add",
+    "WhitelistChange",
+    "answer(WhitelistChange)",
+    """Put devices on a package's whitelist, each with ``description``.
+
+    Needs a key with the ``whitelist`` scope. Idempotent, and safe to retry: every attempt
+    sends the same ``idempotency_key`` (a random one when not given).""",
+    keyword_from=2,
+)
+WHITELIST_REMOVE = Method(
+    "package/whitelist/remove",
+    "WhitelistChange",
+    "answer(WhitelistChange)",
+    """Take devices off a package's whitelist.
+
+    Needs a key with the ``whitelist`` scope. Idempotent, and safe to retry as an add is.""",
+    keyword_from=2,
+)
+
+
 def _hook(verb: str, returns: str, read: str, doc: str) -> Method:
     return Method(f"webhook/{verb}", returns, read, doc)
 
@@ -229,6 +257,9 @@ METHODS: tuple[Method | Walk, ...] = (
         "Every sale of the range, newest first, following cursors.",
         items="sales",
     ),
+    WHITELIST,
+    WHITELIST_ADD,
+    WHITELIST_REMOVE,
     _hook(
         "create",
         "WebhookSecret",

@@ -18,6 +18,7 @@ from pkgcat.http.asgi import ApiApp
 from pkgcat.http.money import Desk
 from pkgcat.http.repository import RepositoryApp
 from pkgcat.http.routes import (
+    LICENCE_ROUTES,
     MONEY_ROUTES,
     ROUTES,
     WEBHOOK_ROUTES,
@@ -26,6 +27,7 @@ from pkgcat.http.routes import (
 )
 from pkgcat.http.site import Background, create_site
 from pkgcat.http.throttle import AuthThrottle
+from pkgcat.licences import LicenceService
 from pkgcat.repository.indexes import PoolEntry
 from pkgcat.repository.served import ServedRepository
 from pkgcat.repository.uploads import Uploads
@@ -35,9 +37,11 @@ from pkgcat.storage.backends import (
     open_blobs,
     open_failure_limiter,
     open_index_blobs,
+    open_public_limits,
     open_storage,
     open_write_engine,
 )
+from pkgcat.storage.writes.idempotency import Answers
 from pkgcat.webhooks.managed import Managed
 
 if TYPE_CHECKING:
@@ -56,10 +60,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
 
         token = settings.metrics_token
         # Labelled by the table's names, as usage by=operation names them.
-        names = {
-            path: operation_name(path)
-            for path in (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *MONEY_ROUTES)
-        }
+        every = (*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *LICENCE_ROUTES, *MONEY_ROUTES)
+        names = {path: operation_name(path) for path in every}
         metrics = Metrics(storage, names, token.get_secret_value() if token else None)
     service = CatalogueService(
         storage.catalogue,
@@ -80,6 +82,17 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         published=open_index_blobs(settings),
     )
     uploads = Uploads(settings, served.blobs, engine)
+    public_limits = open_public_limits(settings)
+    licences = LicenceService(
+        service,
+        storage.catalogue,
+        public_limits,
+        engine,
+        clock=lambda: clock().timestamp(),
+    )
+    answers = Answers(
+        engine, ttl=settings.idempotency_seconds, bound=settings.idempotency_claim_seconds
+    )
 
     async def count_download(entry: PoolEntry, count: int) -> None:
         # Counted on the UTC day: a device tells no time zone.
@@ -126,6 +139,7 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         engine.dispose()
         await storage.close()
         await throttle.close()
+        await public_limits.close()
 
     site = create_site(
         on_shutdown=close,
@@ -163,6 +177,8 @@ def create_app(settings: Settings, *, clock: Clock = utc_now) -> ApiApp:
         uploads=uploads,
         webhooks=webhooks,
         money=Desk(settings, engine),
+        licences=licences,
+        answers=answers,
     )
 
 

@@ -54,9 +54,12 @@ class Unauthenticated(ApiError):
 
 
 class KeyMissing(Unauthenticated):
-    """Code 5 for a request that sends no key at all (YouRepo's table answers it with code 4,
-    "you must be authenticated", apart from an invalid key: a class of its own lets the HTTP
-    edge tell the two apart)."""
+    """Code 4 (HTTP 401) for a request that sends no key at all: YouRepo's table, after
+    Disqus 3.0's, answers it "You must be authenticated to perform this action", apart from
+    code 5 for a key sent that is unknown, revoked or malformed. A subclass of code 5's
+    class, so that whatever catches a refused key catches this one too."""
+
+    code, status, when = 4, 401, "no key sent (neither a query parameter nor a Bearer header)"
 
 
 class QueryKeyRefused(Unauthenticated):
@@ -176,6 +179,15 @@ class RequestInProgress(ApiError):
     retry_after = 1
 
 
+class DeadlineExceeded(RequestInProgress):
+    """Code 16, "your request timed out" in the API family's table, for a read still under
+    way at the request deadline (``PKGCAT_REQUEST_DEADLINE``): cancelled, never counted, and
+    answered 503 with ``Retry-After`` (not YouRepo's 408, which HTTP reserves for a request
+    the client did not finish sending: docs/api.md, "Errors")."""
+
+    status, when = 503, "no answer within the request deadline; not counted, retry"
+
+
 class KeptRefusal(ApiError):
     """A write's refusal kept under its ``Idempotency-Key``, answered again to a retry of the
     same request: the code, HTTP status and message of its first answer."""
@@ -218,6 +230,7 @@ class NotReady(Exception):
 ERROR_TABLE: tuple[type[ApiError], ...] = (
     UnknownEndpoint,
     InvalidArgument,
+    KeyMissing,
     Unauthenticated,
     UnknownVersion,
     MethodNotAllowed,

@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 from zoneinfo import ZoneInfo
 
 from pydantic import Field
@@ -38,7 +38,7 @@ from pkgcat.domain import Shape
 
 if TYPE_CHECKING:
     # What the use cases answer: only named in the rendering's signatures.
-    from pkgcat import services
+    from pkgcat import licences, services
 
 ISO_DATETIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$"
 ISO_MIDNIGHT = r"^\d{4}-\d{2}-\d{2}T00:00:00[+-]\d{2}:\d{2}$"
@@ -522,7 +522,8 @@ class OwningPurchase(TypedDict):
 
 
 class Ownership(TypedDict):
-    """Whether a buyer or device owns a package."""
+    """Whether a buyer or device owns a package; a device's check also answers as YouRepo's
+    (``udid`` and ``check``), in both shapes."""
 
     package: Annotated[Text, _text("Identifier, reverse-domain style.")]
     owned: bool
@@ -530,26 +531,97 @@ class Ownership(TypedDict):
         IsoDate | None,
         Field(
             description="When it was first owned: the earliest owning purchase's date, or when "
-            "the device was put on the package's whitelist, whichever came first."
+            "the device was put on the package's whitelist, whichever came first. Always null "
+            "for a public key's check."
         ),
     ]
-    purchase: OwningPurchase | None
+    purchase: Annotated[
+        OwningPurchase | None, Field(description="Always null for a public key's check.")
+    ]
+    udid: NotRequired[Annotated[Text, _text("The device asked about (a check by `udid` only).")]]
+    check: NotRequired[
+        Annotated[
+            Literal["success", "fail"],
+            Field(description="YouRepo's answer (a check by `udid` only): `success` when owned."),
+        ]
+    ]
 
 
-def check_body(check: services.Check, zone: ZoneInfo) -> dict[str, Any]:
+def check_body(check: services.Check, zone: ZoneInfo, *, public: bool = False) -> dict[str, Any]:
     """An ownership check; the same in both shapes (a date only).
 
     A device on the package's whitelist owns it with no purchase: ``purchase`` is then null
-    (unless it bought it too) and ``since`` the earlier of the two dates."""
+    (unless it bought it too) and ``since`` the earlier of the two dates. A check by device
+    also carries YouRepo's ``udid`` and ``check``. ``public``: a public key's answer, which
+    says owned or not and nothing more (``since`` and ``purchase`` null)."""
     licence = check.licence
     since, bought = licence.since, licence.purchase
-    return {
+    if public:
+        since = bought = None
+    body: dict[str, Any] = {
         "package": check.package,
         "owned": licence.owned,
         "since": None if since is None else since.astimezone(zone).isoformat(),
         "purchase": None
         if bought is None
         else {"txn_id": bought.txn_id, "allowed_for": bought.allowed_for},
+    }
+    if check.udid is not None:
+        body["udid"] = check.udid
+        body["check"] = "success" if licence.owned else "fail"
+    return body
+
+
+# --- package/whitelist ---------------------------------------------------------------------------
+
+
+class WhitelistEntry(TypedDict):
+    """A device its seller allows the package, whatever it bought."""
+
+    udid: Annotated[Text, _text("The device's UDID.", r"^[A-Za-z0-9-]{1,64}$")]
+    description: Annotated[Text, _text("The seller's note on it (may be empty).")]
+
+
+class WhitelistPage(TypedDict):
+    """A page of a package's whitelist, by udid, as YouRepo pages it."""
+
+    start: Annotated[int, Field(ge=0, description="(page - 1) * limit.")]
+    limit: _Limit
+    total: Annotated[Count, Field(description="Devices on the whitelist (a number).")]
+    page: Annotated[int, Field(ge=1, description="The page, from 1.")]
+    whitelist: list[WhitelistEntry]
+
+
+class WhitelistChange(TypedDict):
+    """What a whitelist write did, device by device."""
+
+    package: Annotated[Text, _text("Identifier, reverse-domain style.")]
+    added: Count
+    updated: Annotated[Count, Field(description="There already, its description replaced.")]
+    unchanged: Annotated[
+        Count, Field(description="Already as asked: there with that description, or not there.")
+    ]
+    removed: Count
+
+
+def whitelist_body(page: licences.WhitelistPage) -> dict[str, Any]:
+    return {
+        "start": page.start,
+        "limit": page.limit,
+        "total": page.total,
+        "page": page.page,
+        "whitelist": [{"udid": e.udid, "description": e.description} for e in page.entries],
+    }
+
+
+def whitelist_change_body(write: licences.WhitelistWrite) -> dict[str, Any]:
+    change = write.change
+    return {
+        "package": write.package,
+        "added": change.added,
+        "updated": change.updated,
+        "unchanged": change.unchanged,
+        "removed": change.removed,
     }
 
 

@@ -91,6 +91,8 @@ def test_check_in_every_format(run: Run, admin: CatalogueAdmin, clock: Any) -> N
         "owned": True,
         "since": "2024-03-25T12:00:00+00:00",
         "purchase": {"txn_id": "ADA-1", "allowed_for": "source"},
+        "udid": None,  # a check by buyer: no device asked about
+        "check": None,
     }
     assert rows(run("alpha-a", *args, "--csv").stdout) == [
         {

@@ -33,6 +33,9 @@ COMMANDS: dict[str, tuple[list[str], set[str]]] = {
     "money balance": ([], {"--json"}),
     "money payouts": ([], {"--json"}),
     "money refund": (["test_txn_1", "--amount", "1.00"], {"--json"}),
+    "whitelist list": (["com.x"], {"--json"}),
+    "whitelist add": (["com.x", "00008030-001A2D3E0C42802E"], {"--json"}),
+    "whitelist remove": (["com.x", "00008030-001A2D3E0C42802E"], {"--json"}),
 }
 """Each command with the least it needs, and the output options it takes."""
 

@@ -65,6 +65,9 @@ def test_all_is_exactly_the_public_names() -> None:
         "WebhookDeliveries",
         "WebhookEndpoint",
         "WebhookSecret",
+        "WhitelistChange",
+        "WhitelistEntry",
+        "WhitelistPage",
     ]
     for name in pkgcat.client.__all__:
         assert hasattr(pkgcat.client, name), name

@@ -76,15 +76,26 @@ def test_two_different_keys_are_refused_and_not_counted(api: Api) -> None:
 
 
 @pytest.mark.parametrize(
-    "key",
-    [None, "", "not-a-key", "pkc_" + "A" * 39, "pkc_" + "A" * 40, "pkc_" + "é" * 40],
+    "key", ["not-a-key", "pkc_" + "A" * 39, "pkc_" + "A" * 40, "pkc_" + "é" * 40]
 )
-def test_missing_malformed_or_unknown_keys_are_code_5(api: Api, key: str | None) -> None:
+def test_malformed_or_unknown_keys_are_code_5(api: Api, key: str | None) -> None:
     response = api.get(USAGE, key)
     assert response.status_code == 401
     body = response.json()
     assert body["code"] == 5
     assert body["response"].startswith("secret_key: ")
+    assert "ratelimit-limit" not in response.headers
+
+
+@pytest.mark.parametrize("key", [None, ""])
+def test_no_key_is_code_4_as_yourepos_table_says(api: Api, key: str | None) -> None:
+    """YouRepo's error table (Disqus 3.0's codes): 4, "You must be authenticated to perform
+    this action", HTTP 401, apart from code 5 for a key that is sent and refused."""
+    response = api.get(USAGE, key)
+    assert response.status_code == 401
+    body = response.json()
+    assert body["code"] == 4
+    assert body["response"].startswith("secret_key: missing")
     assert "ratelimit-limit" not in response.headers
 
 

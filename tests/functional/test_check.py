@@ -186,6 +186,8 @@ def test_a_device_on_the_packages_whitelist_owns_it_without_a_purchase(
         "owned": True,
         "since": "2024-03-30T12:00:00+00:00",
         "purchase": None,
+        "udid": "UDID-TESTER",
+        "check": "success",
     }
     # Bought and whitelisted: the purchase is named, and since is the earlier date.
     both = answer(api, package="com.alpha.paid", udid="UDID-ADA-1")

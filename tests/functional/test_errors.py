@@ -98,7 +98,7 @@ def test_the_error_codes_and_their_statuses_are_the_published_ones() -> None:
     code is asserted by the tests of each endpoint.
     """
     published = {
-        1: 404, 2: 400, 5: 401, 6: 404, 7: 405, 8: 404, 9: 403, 12: 403, 13: 429, 15: 500, 16: 409,
+        1: 404, 2: 400, 4: 401, 5: 401, 6: 404, 7: 405, 8: 404, 9: 403, 12: 403, 13: 429, 15: 500, 16: 409,
     }  # fmt: skip
     assert {e.code: e.status for e in ERROR_TABLE} == published
     assert len(ERROR_TABLE) == len(published)  # no code is given twice

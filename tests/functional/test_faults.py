@@ -60,6 +60,23 @@ def counts_locked(database_url: str) -> Iterator[None]:
             session.rollback()
 
 
+def assert_timed_out(response: httpx.Response, caplog: pytest.LogCaptureFixture) -> None:
+    """503, code 16 (the API family's "your request timed out", YouRepo's table), Retry-After;
+    the request id in one log line, and no trace."""
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    request_id = response.headers["x-request-id"]
+    body = response.json()
+    assert body["code"] == 16
+    assert body["response"].startswith("your request timed out: no answer within ")
+    assert body["response"].endswith(f"not counted, retry shortly; request id {request_id}")
+    ours = [r for r in caplog.records if r.name.startswith("pkgcat")]
+    lines = [r for r in ours if request_id in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.WARNING
+    assert all(r.exc_info is None for r in ours)
+
+
 def details(api: Api, key: str = "alpha-a") -> httpx.Response:
     # Starlette types its client against httpx2; the one installed answers httpx's Response.
     response: httpx.Response = api.http.get(
@@ -88,7 +105,7 @@ def assert_unavailable(
     assert all(r.exc_info is None and "Traceback" not in r.getMessage() for r in ours)
 
 
-def test_a_locked_database_is_503_code_15_with_retry_after_and_recovers(
+def test_a_locked_database_is_503_code_16_with_retry_after_and_recovers(
     api: Api, database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert details(api).status_code == 200
@@ -97,7 +114,7 @@ def test_a_locked_database_is_503_code_15_with_retry_after_and_recovers(
     # busy budget and the statement timeout, 10 s each), then the request gives up.
     with counts_locked(database_url), caplog.at_level(logging.WARNING, logger="pkgcat.http"):
         response = details(api)
-    assert_unavailable(response, caplog)
+    assert_timed_out(response, caplog)
     assert stored_count(database_url, 1) == before  # refused, so not counted
     # The lock is gone: the next request is served and counted, with no restart.
     assert details(api).status_code == 200
@@ -210,7 +227,7 @@ def test_the_caches_follow_postgresql_without_a_request_and_after_an_outage(
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
-def test_a_silent_postgresql_is_503_at_the_deadline_and_nothing_is_counted(
+def test_a_silent_postgresql_is_code_16_at_the_deadline_and_nothing_is_counted(
     database_url: str, clock: Clock, catalogue: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Sockets open, no replies: each request is answered 503 at its deadline, and the counts
@@ -227,7 +244,7 @@ def test_a_silent_postgresql_is_503_at_the_deadline_and_nothing_is_counted(
                 caplog.clear()
                 with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
                     response = details(api)
-                assert_unavailable(response, caplog)
+                assert_timed_out(response, caplog)
                 assert "no answer within 1 s" in caplog.text
             proxy.resume()
 
@@ -236,7 +253,7 @@ def test_a_silent_postgresql_is_503_at_the_deadline_and_nothing_is_counted(
     assert stored_count(database_url, 1) == before + 5
 
 
-def test_a_locked_database_is_503_at_the_deadline(
+def test_a_locked_database_is_code_16_at_the_deadline(
     make_api: AppFactory, database_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     api = make_api(request_deadline=0.5)
@@ -248,7 +265,7 @@ def test_a_locked_database_is_503_at_the_deadline(
     # Not the 10 s a count may wait for the lock: the deadline's half second, give or take
     # the tenth of a second between two looks for late requests (a loose bound, no timing).
     assert time.monotonic() - started < 5
-    assert_unavailable(response, caplog)
+    assert_timed_out(response, caplog)
     assert stored_count(database_url, 1) == before
     assert details(api).status_code == 200
     assert stored_count(database_url, 1) == before + 1
@@ -358,7 +375,7 @@ def test_a_real_server_answers_503_at_the_deadline_and_counts_exactly(
         with silent(database_url, proxy):
             refused = [httpx.get(url, params=params, headers=headers, timeout=30) for _ in range(3)]
         answered = [httpx.get(url, params=params, headers=headers, timeout=30) for _ in range(5)]
-    assert [(r.status_code, r.json()["code"]) for r in refused] == [(503, 15)] * 3
+    assert [(r.status_code, r.json()["code"]) for r in refused] == [(503, 16)] * 3
     assert all(r.headers["retry-after"] == "1" for r in refused)
     assert [r.status_code for r in answered] == [200] * 5
     assert counted(database_url) == before + 5
@@ -379,7 +396,7 @@ def test_a_503_after_the_count_landed_takes_the_count_back(
         session.execute("LOCK TABLE purchases IN ACCESS EXCLUSIVE MODE")
         with caplog.at_level(logging.WARNING, logger="pkgcat.http"):
             response = api.get("/1.0/package/buyers.json", key, package="com.alpha.paid")
-        assert_unavailable(response, caplog)
+        assert_timed_out(response, caplog)
         assert "ratelimit-limit" in response.headers  # the key was accepted
         deadline = time.monotonic() + 5
         while stored_count(database_url, 1) != before:

@@ -240,7 +240,24 @@ def test_a_generated_client_calls_every_served_operation(generated: Path, tmp_pa
                 calls.append(_call(refund, secret) | fields)
                 expected.append((refund.name, status, code, ""))
         for operation in (
-            o for o in operations if o.writes and o.tag != "webhook" and o is not refund
+            o
+            for o in operations
+            if o.writes and o.tag != "webhook" and o.fields and o is not refund
+        ):
+            # The whitelist's writes: a JSON body of fields, a key of the whitelist scope.
+            model = "".join(part.capitalize() for part in operation.operation_id.split("_"))
+            for app in shaped.values():
+                fields = {"package": app["paid_package"], "udid": ["00008030-001A2D3E0C42802E"]}
+                written = {"fields": fields, "fields_model": f"{model}JsonBody"}
+                for key, status, code, record in [
+                    (granted_key(env, app, operation.scope), 200, 0, "WhitelistChange"),
+                    (app["secret_key"], 403, 9, ""),
+                    ("pkc_not-a-key", 401, 5, ""),
+                ]:
+                    calls.append(_call(operation, key) | written)
+                    expected.append((operation.name, status, code, record))
+        for operation in (
+            o for o in operations if o.writes and not o.fields and o is not refund
         ):  # the upload
             for shape, app in shaped.items():
                 key = granted_key(env, app, operation.scope)

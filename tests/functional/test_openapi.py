@@ -11,7 +11,8 @@ import pytest
 from openapi_spec_validator import validate
 
 from pkgcat.http.openapi import openapi_document, served
-from pkgcat.http.routes import MONEY_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
+from pkgcat.http.operations import DRM_PATH
+from pkgcat.http.routes import LICENCE_ROUTES, MONEY_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
 from tests.conftest import Api, check_against_openapi
 from tests.test_docs import DOCS, read, sections
 
@@ -31,7 +32,16 @@ def test_it_is_served_as_json(api: Api) -> None:
 
 def test_it_lists_exactly_the_served_operations_reads_get_and_writes_post() -> None:
     paths = openapi_document()["paths"]
-    assert set(paths) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(MONEY_ROUTES)
+    served_paths = set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(LICENCE_ROUTES)
+    served_paths |= set(MONEY_ROUTES)
+    assert set(paths) == served_paths | {DRM_PATH}  # and the DRM check, at Packix's path
+    assert set(paths[DRM_PATH]) == {"post"}
+    licences = {path: set(paths[path]) for path in LICENCE_ROUTES}
+    assert licences == {
+        "/1.0/package/whitelist.json": {"get"},
+        "/1.0/package/whitelist/add.json": {"post"},
+        "/1.0/package/whitelist/remove.json": {"post"},
+    }
     assert all(set(paths[path]) == {"get"} for path in ROUTES)
     assert all(set(paths[path]) == {"post"} for path in WRITE_ROUTES)
     methods = {path: set(paths[path]) for path in WEBHOOK_ROUTES}
@@ -79,17 +89,22 @@ def declared_errors(path: str) -> set[int]:
     for status, response in declared["responses"].items():
         if status not in ("200", "304"):
             for part in response["content"]["application/json"]["schema"]["allOf"]:
-                code = part.get("properties", {}).get("code", {}).get("const")
-                if code is not None:
-                    codes.add(code)
+                codes.update(response_codes(part))
     return codes
+
+
+def response_codes(part: dict[str, Any]) -> list[int]:
+    """The codes one part of an error response's schema names: its ``const``, or the ``enum``
+    of the codes answered with one status (401: codes 4 and 5; 503: 15 and 16)."""
+    code = part.get("properties", {}).get("code", {})
+    return [code["const"]] if "const" in code else list(code.get("enum", []))
 
 
 def test_every_operation_declares_the_errors_its_reference_page_lists() -> None:
     documented = documented_errors()
-    assert set(documented) == set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(
-        MONEY_ROUTES
-    ), "an operation of docs/api.md has no Errors: list"
+    every = set(ROUTES) | set(WRITE_ROUTES) | set(WEBHOOK_ROUTES) | set(LICENCE_ROUTES)
+    every |= set(MONEY_ROUTES)
+    assert set(documented) == every, "an operation of docs/api.md has no Errors: list"
     for path, codes in documented.items():
         assert declared_errors(path) == codes, path
 
@@ -121,18 +136,21 @@ def test_the_codes_that_always_carry_the_rate_limit_headers_are_those_of_decisio
     assert promised is not None, "decision 7 lists no codes"
     listed = {int(code) for code in re.findall(r"\d+", promised.group(1))}
     declared: dict[int, set[bool]] = {}
-    for path in [*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *MONEY_ROUTES]:
+    for path in [*ROUTES, *WRITE_ROUTES, *WEBHOOK_ROUTES, *LICENCE_ROUTES, *MONEY_ROUTES]:
         (operation,) = openapi_document()["paths"][path].values()
         for status, response in operation["responses"].items():
             if status in ("200", "304"):
                 continue
-            code = next(
-                part["properties"]["code"]["const"]
+            (codes,) = (
+                response_codes(part)
                 for part in response["content"]["application/json"]["schema"]["allOf"]
                 if "properties" in part
             )
-            limit = response["headers"].get("RateLimit-Limit", {})
-            declared.setdefault(code, set()).add(bool(limit.get("required")))
+            required = bool(response["headers"].get("RateLimit-Limit", {}).get("required"))
+            if len(codes) > 1 and not required:
+                continue  # two codes of one status: required only where both carry them
+            for code in codes:
+                declared.setdefault(code, set()).add(required)
     assert {code for code, required in declared.items() if required == {True}} == listed
     assert declared[15] == {False}  # 500 and 503: optional
 

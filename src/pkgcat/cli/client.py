@@ -53,6 +53,7 @@ from pkgcat.cli.client_render import (
     write_csv,
 )
 from pkgcat.cli.client_webhooks import app as webhook_app
+from pkgcat.cli.client_whitelist import app as whitelist_app
 from pkgcat.client import (
     Buyer,
     BuyersCursorPage,
@@ -70,6 +71,7 @@ __all__ = ["EXIT_CODES", "EXIT_USAGE", "app", "jsonable"]
 app = group("client")
 app.add_typer(webhook_app, name="webhook")
 app.add_typer(money_app, name="money")
+app.add_typer(whitelist_app, name="whitelist")
 
 PackageId = Annotated[str, typer.Argument(metavar="ID", help="Package identifier.")]
 
@@ -296,7 +298,9 @@ def check(
     *,
     options: Options,
 ) -> None:
-    """Whether a buyer, or a device, owns a package of your source (exit 0 either way)."""
+    """Whether a buyer, or a device, owns a package of your source (exit 0 either way).
+
+    With a public key (pkp_...) as the key, only a device's check: owned or not."""
     with options.client() as client:
         result = client.check(
             package_id, nickname=nickname, account=account, udid=udid, model=model

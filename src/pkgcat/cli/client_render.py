@@ -440,13 +440,17 @@ def totals_table(totals: Sequence[SalesTotal], start: date, end: date) -> Table:
 def ownership_row(result: Ownership) -> dict[str, str]:
     """The check as one flat row: the purchase's fields beside the others."""
     purchase = result.purchase
-    return {
+    row = {
         "package": result.package,
         "owned": "true" if result.owned else "false",
         "since": canonical(result.since),
         "txn_id": purchase.txn_id if purchase else "",
         "allowed_for": purchase.allowed_for if purchase else "",
     }
+    if result.udid is not None:  # a device's check, from a server that answers as YouRepo
+        row["udid"] = result.udid
+        row["check"] = result.check or ("success" if result.owned else "fail")
+    return row
 
 
 # --- progress -------------------------------------------------------------------------------

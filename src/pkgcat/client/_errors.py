@@ -5,14 +5,17 @@ The tree::
     PkgcatError                      anything this client raises on purpose
     ├── APIConnectionError           no answer: refused, reset, timed out (after retries)
     └── APIError                     an answer that is not a success
-        ├── AuthenticationError      code 5: missing, unknown or revoked key
+        ├── AuthenticationError      code 4: no key sent (code 5 on older servers);
+        │                            code 5: an unknown, revoked or malformed key
         ├── InvalidArgumentError     code 2: a parameter is missing or invalid (``parameter``)
         ├── NotFoundError            code 8: no such package (or offline and not yours)
         ├── PermissionDeniedError    code 12: buyers of another source's package;
         │                            code 9: a key without the scope of a write
         ├── RateLimitError           code 13 or HTTP 429 (``retry_after``)
         ├── RequestInProgressError   code 16 (HTTP 409): the write's Idempotency-Key is held
-        │                            by the same request, not answered yet (``retry_after``)
+        │                            by the same request, not answered yet (``retry_after``);
+        │                            code 16 as HTTP 503 (408 at YouRepo): the request timed
+        │                            out, not counted (code 15 on older servers)
         ├── ServerError              code 15 or any HTTP 5xx
         └── ProtocolError            a body that is not the ``{"code", "response"}`` envelope,
                                      or a success whose ``response`` cannot be read
@@ -70,7 +73,8 @@ class APIError(PkgcatError):
 
 
 class AuthenticationError(APIError):
-    """Code 5: the key is missing, unknown or revoked."""
+    """Code 4: no key was sent (servers before it answered code 5); code 5: the key is
+    unknown, revoked or malformed."""
 
 
 class InvalidArgumentError(APIError):
@@ -119,7 +123,9 @@ class RateLimitError(_Later):
 
 class RequestInProgressError(_Later):
     """Code 16 (HTTP 409): a write whose ``Idempotency-Key`` the same request holds, still in
-    progress on the server; asked again after ``retry_after`` seconds, it gives that answer."""
+    progress on the server; asked again after ``retry_after`` seconds, it gives that answer.
+    Code 16 with another status (503 here, 408 at YouRepo): the request timed out and was not
+    counted; it is retried as well."""
 
 
 class ServerError(APIError):
@@ -132,6 +138,7 @@ class ProtocolError(APIError):
 
 _BY_CODE: dict[int, type[APIError]] = {
     2: InvalidArgumentError,
+    4: AuthenticationError,
     5: AuthenticationError,
     8: NotFoundError,
     9: PermissionDeniedError,

@@ -28,6 +28,8 @@ from pkgcat.client._models import (
     SalesPage,
     SourcePackage,
     UsageDay,
+    WhitelistChange,
+    WhitelistPage,
 )
 from pkgcat.client._money import (
     Balance,
@@ -60,6 +62,9 @@ _SOURCE_PACKAGES = "/1.0/source/packages.json"
 _PACKAGE_CHECK = "/1.0/package/check.json"
 _SOURCE_SALES = "/1.0/source/sales.json"
 _PACKAGE_DOWNLOADS = "/1.0/package/downloads.json"
+_PACKAGE_WHITELIST = "/1.0/package/whitelist.json"
+_PACKAGE_WHITELIST_ADD = "/1.0/package/whitelist/add.json"
+_PACKAGE_WHITELIST_REMOVE = "/1.0/package/whitelist/remove.json"
 _WEBHOOK_CREATE = "/1.0/webhook/create.json"
 _WEBHOOK_LIST = "/1.0/webhook/list.json"
 _WEBHOOK_UPDATE = "/1.0/webhook/update.json"
@@ -303,6 +308,54 @@ class ClientMethods(Blocking):
             )
         ):
             yield from page.sales
+
+    def whitelist(self, package_id: str, *, limit: int = 25, page: int = 1) -> WhitelistPage:
+        """One page of the devices on a package's whitelist, by udid (YouRepo's whitelist)."""
+        return self._run(
+            self._core.get(
+                _PACKAGE_WHITELIST,
+                given(package=package_id, limit=limit, page=page),
+                answer(WhitelistPage),
+            )
+        )
+
+    def whitelist_add(
+        self,
+        package_id: str,
+        udid: Sequence[str],
+        *,
+        description: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> WhitelistChange:
+        """Put devices on a package's whitelist, each with ``description``.
+
+        Needs a key with the ``whitelist`` scope. Idempotent, and safe to retry: every attempt
+        sends the same ``idempotency_key`` (a random one when not given).
+        """
+        return self._run(
+            self._core.post_fields(
+                _PACKAGE_WHITELIST_ADD,
+                {"package": package_id, "udid": list(udid), "description": description},
+                idempotency_key,
+                answer(WhitelistChange),
+            )
+        )
+
+    def whitelist_remove(
+        self, package_id: str, udid: Sequence[str], *, idempotency_key: str | None = None
+    ) -> WhitelistChange:
+        """Take devices off a package's whitelist.
+
+        Needs a key with the ``whitelist`` scope. Idempotent, and safe to retry as an add is.
+        """
+        return self._run(
+            self._core.post_fields(
+                _PACKAGE_WHITELIST_REMOVE,
+                {"package": package_id, "udid": list(udid)},
+                idempotency_key,
+                answer(WhitelistChange),
+            )
+        )
 
     def webhook_create(
         self, url: str, events: Sequence[str], idempotency_key: str | None = None
@@ -665,6 +718,54 @@ class AsyncClientMethods(Awaiting):
         ):
             for item in page.sales:
                 yield item
+
+    async def whitelist(self, package_id: str, *, limit: int = 25, page: int = 1) -> WhitelistPage:
+        """One page of the devices on a package's whitelist, by udid (YouRepo's whitelist)."""
+        return await self._run(
+            self._core.get(
+                _PACKAGE_WHITELIST,
+                given(package=package_id, limit=limit, page=page),
+                answer(WhitelistPage),
+            )
+        )
+
+    async def whitelist_add(
+        self,
+        package_id: str,
+        udid: Sequence[str],
+        *,
+        description: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> WhitelistChange:
+        """Put devices on a package's whitelist, each with ``description``.
+
+        Needs a key with the ``whitelist`` scope. Idempotent, and safe to retry: every attempt
+        sends the same ``idempotency_key`` (a random one when not given).
+        """
+        return await self._run(
+            self._core.post_fields(
+                _PACKAGE_WHITELIST_ADD,
+                {"package": package_id, "udid": list(udid), "description": description},
+                idempotency_key,
+                answer(WhitelistChange),
+            )
+        )
+
+    async def whitelist_remove(
+        self, package_id: str, udid: Sequence[str], *, idempotency_key: str | None = None
+    ) -> WhitelistChange:
+        """Take devices off a package's whitelist.
+
+        Needs a key with the ``whitelist`` scope. Idempotent, and safe to retry as an add is.
+        """
+        return await self._run(
+            self._core.post_fields(
+                _PACKAGE_WHITELIST_REMOVE,
+                {"package": package_id, "udid": list(udid)},
+                idempotency_key,
+                answer(WhitelistChange),
+            )
+        )
 
     async def webhook_create(
         self, url: str, events: Sequence[str], idempotency_key: str | None = None

@@ -61,6 +61,9 @@ __all__ = [
     "Source",
     "SourcePackage",
     "UsageDay",
+    "WhitelistChange",
+    "WhitelistEntry",
+    "WhitelistPage",
 ]
 
 
@@ -236,8 +239,48 @@ class Ownership:
     package: str = both(text)
     owned: bool = both(flag)
     since: dt.datetime | None = nullable(MOMENT)
-    """Date of the earliest purchase that counts; ``None`` when not owned."""
+    """Date of the earliest purchase that counts (or of the whitelisting); ``None`` when not
+    owned, and always for a public key's check."""
     purchase: Purchase | None = nullable(Purchase)
+    udid: str | None = a_only(text, default=None)
+    """The device asked about (a check by ``udid``, on servers that answer as YouRepo)."""
+    check: str | None = a_only(text, default=None)
+    """YouRepo's answer to a check by ``udid``: ``"success"`` or ``"fail"``; ``None`` from a
+    server that does not send it (``owned`` says the same)."""
+
+
+@record(slots=True)
+class WhitelistEntry:
+    """A device a seller allows one package whatever it bought (``package/whitelist``)."""
+
+    udid: str = both(text)
+    description: str = both(text)
+
+
+@record(slots=True)
+class WhitelistPage:
+    """One page of a package's whitelist, by udid, as YouRepo pages it."""
+
+    start: int = both(integer)
+    """Offset of the first device of the page: ``(page - 1) * limit``."""
+    limit: int = both(integer)
+    total: int = both(integer)
+    """Devices on the whitelist, over every page."""
+    page: int = both(integer)
+    whitelist: tuple[WhitelistEntry, ...] = both(each(WhitelistEntry))
+
+
+@record(slots=True)
+class WhitelistChange:
+    """What one whitelist write did, device by device."""
+
+    package: str = both(text)
+    added: int = both(integer)
+    updated: int = both(integer)
+    """Already there with another description, which was replaced."""
+    unchanged: int = both(integer)
+    """Already as asked: there with that description (an add), or not there (a remove)."""
+    removed: int = both(integer)
 
 
 @record(slots=True)

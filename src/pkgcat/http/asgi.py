@@ -23,11 +23,15 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pkgcat import keys
 from pkgcat.domain import Caller, RateDecision
 from pkgcat.errors import (
     ApiError,
+    DeadlineExceeded,
     InternalError,
     InvalidArgument,
+    KeyKindRefused,
+    KeyMissing,
     MethodNotAllowed,
     QueryKeyRefused,
     RateLimited,
@@ -40,11 +44,21 @@ from pkgcat.errors import (
 from pkgcat.http.auth import presented_key
 from pkgcat.http.bodies import BodyDeadline
 from pkgcat.http.errors import Headers, error_response
+from pkgcat.http.licences import (
+    DRM_MAX_BODY,
+    DRM_PATHS,
+    LicenceCall,
+    drm_answer,
+    drm_refusal,
+    drm_request,
+)
+from pkgcat.http.licences import Handler as LicenceHandler
 from pkgcat.http.money import Call as MoneyCall
 from pkgcat.http.money import Desk
 from pkgcat.http.money import Handler as MoneyHandler
 from pkgcat.http.operations import BY_PATH
 from pkgcat.http.routes import (
+    LICENCE_ROUTES,
     MONEY_ROUTES,
     ROUTES,
     TAGGED,
@@ -70,8 +84,10 @@ from pkgcat.storage.cache import GenerationCache
 
 if TYPE_CHECKING:
     from pkgcat.access_log import AccessLog
+    from pkgcat.licences import LicenceService
     from pkgcat.metrics import Metrics
     from pkgcat.repository.uploads import Uploads
+    from pkgcat.storage.writes.idempotency import Answers
     from pkgcat.webhooks.managed import Managed
 
 log = logging.getLogger("pkgcat.http")
@@ -95,6 +111,26 @@ SWEEP_EVERY = 0.1
 a timer per request would cost more than a tenth of a request)."""
 """Every API answer's fixed headers: JSON, never stored by a cache (it is one key's data,
 and a key may be in the query), and never sniffed as anything else by a browser."""
+
+
+_PUBLIC = frozenset(path for path, operation in BY_PATH.items() if operation.public)
+"""The paths a public key may call (package/check): a set, looked up once a request."""
+_LICENCE_READS = frozenset(p for p in LICENCE_ROUTES if BY_PATH[p].method == "GET")
+"""The whitelist's read: under the request deadline, as the other reads are."""
+INVALID_FORMAT = b"Invalid format"
+"""YouRepo's answer to an output type it does not serve (HTTP 415): the message alone."""
+
+
+def _other_format(path: str) -> bool:
+    """Whether ``path`` asks an operation for another output type than JSON
+    (``/1.0/package/details.xml``): Disqus served json, jsonp and rss; this API JSON only."""
+    stem, dot, extension = path.rpartition(".")
+    return (
+        bool(dot)
+        and path.startswith(_API_PREFIX)
+        and extension != "json"
+        and f"{stem}.json" in BY_PATH
+    )
 
 
 def entity_tag(body: bytes) -> bytes:
@@ -243,6 +279,8 @@ class ApiApp:
         uploads: Uploads | None = None,
         webhooks: Managed | None = None,
         money: Desk | None = None,
+        licences: LicenceService | None = None,
+        answers: Answers | None = None,
     ) -> None:
         """``cache_bytes``: the worker's cache budget, of which the rendered answers take a share;
         ``query_keys`` false refuses a key in the query string (``PKGCAT_QUERY_KEYS``).
@@ -254,8 +292,13 @@ class ApiApp:
         ``uploads``: what the write operations publish with (none: they answer code 15).
         ``webhooks``: what the ``webhook/*`` operations manage endpoints with (none: code 15).
         ``money``: what the money operations read and refund with (none: code 15).
+        ``licences``: the public keys' checks, the whitelist and the DRM check (none: a check
+        takes secret keys only, and the others answer code 15); ``answers``: where the
+        whitelist's writes keep theirs under an ``Idempotency-Key``.
         """
         self.service = service
+        self.licences = licences
+        self.answers = answers
         self.uploads = uploads
         self.webhooks = webhooks
         self.money = money
@@ -302,6 +345,118 @@ class ApiApp:
                 self._late.add(token)
                 task.cancel()
         loop.call_later(SWEEP_EVERY, self._sweep, loop)
+
+    async def _public_key(self, key: str | None, query: Query, public: bool) -> str:
+        """The public key a request presents (``public_key=``, or a ``pkp_`` key in the
+        Bearer header), where the operation takes one; :class:`KeyKindRefused` (code 9),
+        once the key is known live, where it does not."""
+        given = query.get("public_key") or None
+        if given is not None:
+            if not keys.is_public(given):
+                raise Unauthenticated("public_key: not a valid public key (pkp_...)")
+            if key is not None and key != given:
+                raise Unauthenticated(
+                    "public_key: the query parameter and the other key sent differ"
+                )
+            key = given
+        assert key is not None
+        if not public:
+            await self.service.authenticate_public(key)  # code 5 unless live
+            raise KeyKindRefused(
+                "public_key: this is a public key, which may only check a device's licence "
+                "(package/check with udid); this operation needs a secret key"
+            )
+        return key
+
+    async def _drm(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        request_id: str,
+        authorization: bytes | None,
+        started: float,
+    ) -> None:
+        """The Packix/Havoc DRM check (:mod:`pkgcat.http.licences`): its own answers, in its
+        own language, each with the headers of every API answer."""
+        status, body, headers, code, application = await self._drm_answer(
+            scope, receive, authorization
+        )
+        headers.extend(_API_HEADERS)
+        headers.append((b"x-request-id", request_id.encode()))
+        if self.access_log is not None:
+            self.access_log.line(
+                scope["method"], scope["path"], "drm/check", status, code, application,
+                request_id, started,
+            )  # fmt: skip
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _drm_answer(
+        self, scope: Scope, receive: Receive, authorization: bytes | None
+    ) -> tuple[int, bytes, Headers, int, int | None]:
+        rate: Headers = []
+        application: int | None = None
+        caller: Caller | None = None
+        token: bytes | None = None
+        try:
+            try:
+                if scope["method"] != "POST":
+                    raise MethodNotAllowed(f"method {scope['method']} not allowed; use POST")
+                if self.licences is None:
+                    raise InternalError("this server answers no DRM checks")
+                throttle = self.throttle
+                if throttle.refused:
+                    wait = throttle.refusal(throttle.client(scope))
+                    if wait is not None:
+                        raise TooManyFailures(throttle.allowance, wait, throttle.window)
+                for name, value in scope["headers"]:
+                    if name == b"token":
+                        token = bytes(value)
+                body = await _bounded_body(
+                    BodyDeadline(receive, self._body_timeout).receive, DRM_MAX_BODY
+                )
+                request = drm_request(body, token, authorization)
+                answer, caller, decision = await self.licences.drm_check(
+                    request, "drm/check", time() + self._cutoff_after
+                )
+                application = caller.application.id
+                rate.extend(_rate_headers(decision))
+                return 200, drm_answer(answer.status), rate, 0, application
+            except RateLimited as error:
+                status, _, headers = _refused(error)
+                return status, drm_refusal(error), headers, error.code, error.application_id
+            except Unauthenticated as error:
+                throttle = self.throttle
+                # A token sent and refused is a guess; none sent (code 4) is not.
+                wait = None
+                if not isinstance(error, KeyMissing):
+                    wait = await throttle.failed(throttle.client(scope))
+                if wait is not None:
+                    refused = TooManyFailures(throttle.allowance, wait, throttle.window)
+                    status, _, headers = _refused(refused)
+                    return status, drm_refusal(refused), headers, refused.code, None
+                status, _, headers = error_response(error)
+                return status, drm_refusal(error), rate + headers, error.code, application
+            except ApiError as error:
+                status, _, headers = error_response(error)
+                if isinstance(error, MethodNotAllowed):
+                    headers.append((b"allow", b"POST"))
+                return status, drm_refusal(error), rate + headers, error.code, application
+        except Exception as error:
+            request_id = REQUEST_ID.get()
+            if self._unavailable(error):
+                if caller is not None:
+                    self.service.retract(caller, "drm/check")
+                log.warning("request %s to the DRM check: database unavailable", request_id)
+                failed: ApiError = Unavailable(
+                    f"database unavailable; retry shortly; request id {request_id}"
+                )
+            else:
+                log.exception("request %s to the DRM check failed", request_id)
+                failed = InternalError(f"internal error; request id {request_id}")
+            status, _, headers = error_response(failed)
+            return status, drm_refusal(failed), rate + headers, failed.code, application
 
     def _unavailable_answer(
         self, request_id: str, path: str, why: str, rate: Headers, what: str = "database"
@@ -360,6 +515,27 @@ class ApiApp:
                 await _refuse(send, request_id, refusal)
                 return
         handler = ROUTES.get(path)
+        if handler is None and path in DRM_PATHS:
+            await self._drm(scope, receive, send, request_id, authorization, started)
+            return
+        if handler is None and _other_format(path):
+            # YouRepo's one answer outside the envelope: the message alone (415).
+            if access is not None:
+                access.line(scope["method"], path, None, 415, None, None, request_id, started)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 415,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        _NO_STORE,
+                        _NOSNIFF,
+                        (b"x-request-id", request_id.encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": INVALID_FORMAT})
+            return
         if (
             handler is None
             and not path.startswith(_API_PREFIX)
@@ -414,6 +590,7 @@ class ApiApp:
                 and path not in WRITE_ROUTES
                 and path not in WEBHOOK_ROUTES
                 and path not in MONEY_ROUTES
+                and path not in LICENCE_ROUTES
                 else operation_name(path)
             )
             access.line(
@@ -448,7 +625,7 @@ class ApiApp:
         token = id(rate)  # unique while the request lasts
         task = None
         # Reads only: a write (an upload) lasts as long as its body takes to arrive.
-        if handler is not None:
+        if handler is not None or path in _LICENCE_READS:
             loop = self._running()
             task = asyncio.current_task(loop)
             if task is not None:
@@ -462,13 +639,17 @@ class ApiApp:
         write: WriteHandler | None = None
         hook: WebhookHandler | None = None
         desk: MoneyHandler | None = None
+        licence: LicenceHandler | None = None
         try:
             try:
                 if handler is None:
                     write = WRITE_ROUTES.get(path)
                     hook = WEBHOOK_ROUTES.get(path) if write is None else None
-                    desk = MONEY_ROUTES.get(path) if write is None and hook is None else None
-                    if write is None and hook is None and desk is None:
+                    if write is None and hook is None:
+                        licence = LICENCE_ROUTES.get(path)
+                    if write is None and hook is None and licence is None:
+                        desk = MONEY_ROUTES.get(path)
+                    if write is None and hook is None and licence is None and desk is None:
                         if path.startswith(_API_PREFIX) or path == _API_PREFIX[:-1]:
                             raise UnknownEndpoint(f"unknown endpoint {path!r}; see /openapi.json")
                         raise UnknownVersion(
@@ -489,16 +670,40 @@ class ApiApp:
                         raise TooManyFailures(throttle.allowance, wait, throttle.window)
                 if "secret_key" in repeated:
                     raise Unauthenticated("secret_key: given more than once")
+                if "public_key" in repeated:
+                    raise Unauthenticated("public_key: given more than once")
                 key = presented_key(
                     query.get("secret_key"), authorization, query_keys=self.query_keys
                 )
-                caller, decision = await self.service.admit(
-                    key, operation_name(path), time() + self._cutoff_after
-                )
+                public = path in _PUBLIC and self.licences is not None
+                if query.get("public_key") or (public and key is not None and keys.is_public(key)):
+                    key = await self._public_key(key, query, public)
+                cutoff = time() + self._cutoff_after
+                if public:
+                    assert self.licences is not None
+                    udid = query.get("udid")
+                    caller, decision = await self.licences.admit(
+                        key, udid, operation_name(path), cutoff
+                    )
+                else:
+                    caller, decision = await self.service.admit(key, operation_name(path), cutoff)
                 application = caller.application.id
                 rate.extend(_rate_headers(decision))
                 if repeated:
                     raise InvalidArgument(min(repeated), "given more than once")
+                if licence is not None:
+                    operation = BY_PATH[path]
+                    self.service.require_scope(caller, operation.scope, operation.name)
+                    if self.licences is None or self.answers is None:
+                        raise InternalError("this server keeps no whitelists")
+                    licence_call = LicenceCall(
+                        self.licences,
+                        self.answers,
+                        caller,
+                        query,
+                        Incoming(scope["headers"], receive),
+                    )
+                    return 200, await licence(licence_call), rate, 0, application
                 if hook is not None:
                     operation = BY_PATH[path]
                     self.service.require_scope(caller, operation.scope, operation.name)
@@ -549,7 +754,9 @@ class ApiApp:
                 return *_refused(error), error.code, error.application_id
             except Unauthenticated as error:
                 # No key is not a guess, nor is a key the deployment refuses unread in the query.
-                guess = authorization is not None or query.get("secret_key")
+                guess = (
+                    authorization is not None or query.get("secret_key") or query.get("public_key")
+                )
                 if guess and not isinstance(error, QueryKeyRefused):
                     throttle = self.throttle
                     wait = await throttle.failed(throttle.client(scope))
@@ -587,9 +794,37 @@ class ApiApp:
             task.uncancel()
             if caller is not None:  # counted before the deadline: taken back
                 self.service.retract(caller, operation_name(path))
-            why = f"no answer within {self._deadline:g} s"
-            return *self._unavailable_answer(request_id, path, why, rate), application
+            # Code 16, the API family's "your request timed out"; not counted, retry.
+            log.warning(
+                "request %s to %s: no answer within %g s",
+                request_id,
+                request_text(path),
+                self._deadline,
+            )
+            late = DeadlineExceeded(
+                f"your request timed out: no answer within {self._deadline:g} s; "
+                f"not counted, retry shortly; request id {request_id}"
+            )
+            status, body, headers = error_response(late)
+            return status, body, rate + headers, late.code, application
         finally:
             if task is not None:
                 self._inflight.pop(token, None)
                 self._late.discard(token)
+
+
+async def _bounded_body(receive: Receive, limit: int) -> bytes:
+    """A small body, whole: code 2 past ``limit`` bytes or when the client goes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise InvalidArgument("body", "the request was interrupted before its end")
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise InvalidArgument("body", f"larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

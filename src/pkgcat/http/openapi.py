@@ -20,14 +20,21 @@ from pkgcat.domain import SHAPES
 from pkgcat.errors import (
     ApiError,
     BodyTimedOut,
+    DeadlineExceeded,
     InternalError,
     MethodNotAllowed,
     RateLimited,
     RequestInProgress,
     Unavailable,
 )
-from pkgcat.http.operations import DEB, FORM, OPERATIONS, Operation, Parameter
-from pkgcat.http.routes import MONEY_ROUTES, ROUTES, WEBHOOK_ROUTES, WRITE_ROUTES
+from pkgcat.http.operations import DEB, DRM_PATH, FORM, OPERATIONS, Operation, Parameter
+from pkgcat.http.routes import (
+    LICENCE_ROUTES,
+    MONEY_ROUTES,
+    ROUTES,
+    WEBHOOK_ROUTES,
+    WRITE_ROUTES,
+)
 from pkgcat.models import DAY, ErrorMessage
 from pkgcat.services import BLANK
 
@@ -54,6 +61,7 @@ def served() -> list[Operation]:
         or operation.path in WRITE_ROUTES
         or operation.path in WEBHOOK_ROUTES
         or operation.path in MONEY_ROUTES
+        or operation.path in LICENCE_ROUTES
     ]
 
 
@@ -200,14 +208,15 @@ def _not_modified() -> Schema:
 
 
 def _error(error: type[ApiError], description: str, method: str = "GET") -> Schema:
-    headers = dict(_RATE_HEADERS if error.code in _AUTHENTICATED_ERRORS else _REQUEST_ID)
-    if error.code in _MAYBE_AUTHENTICATED_ERRORS:
+    counted = error.code in _AUTHENTICATED_ERRORS and error is not DeadlineExceeded
+    headers = dict(_RATE_HEADERS if counted else _REQUEST_ID)
+    if error.code in _MAYBE_AUTHENTICATED_ERRORS or error is DeadlineExceeded:
         headers |= {
             name: {**header, "required": False}
             for name, header in _RATE_HEADERS.items()
             if name.startswith("RateLimit-")
         }
-    if issubclass(error, RateLimited) or error in (Unavailable, RequestInProgress):
+    if issubclass(error, (RateLimited, RequestInProgress)) or error is Unavailable:
         headers["Retry-After"] = {**_HEADER, "description": "Seconds to wait."}
     if error is MethodNotAllowed:
         headers["Allow"] = {
@@ -238,14 +247,59 @@ def _error(error: type[ApiError], description: str, method: str = "GET") -> Sche
 def _errors(operation: Operation) -> dict[str, Schema]:
     """The error responses of an operation, described by the error table itself."""
     errors: dict[str, Schema] = {}
+
+    def add(error: type[ApiError], described: str) -> None:
+        status = str(error.status)
+        schema = _error(error, described, operation.method)
+        if status in errors:  # two codes of one status (401: 4 and 5; 503: 15 and 16)
+            schema = _either(errors[status], schema)
+        errors[status] = schema
+
     for error in sorted(operation.errors, key=lambda e: e.code):
-        described = f"invalid {operation.invalid}" if error.code == 2 else error.when
-        errors[str(error.status)] = _error(error, described, operation.method)
+        if error is DeadlineExceeded:
+            continue  # beside code 15's 503, below
+        add(error, f"invalid {operation.invalid}" if error.code == 2 else error.when)
     if operation.method == "POST":  # code 2 is 408 when the body comes too slowly
-        errors[str(BodyTimedOut.status)] = _error(BodyTimedOut, BodyTimedOut.when, "POST")
+        add(BodyTimedOut, BodyTimedOut.when)
     if InternalError in operation.errors:  # code 15 is 503 when the database is locked
-        errors[str(Unavailable.status)] = _error(Unavailable, Unavailable.when)
+        add(Unavailable, Unavailable.when)
+    if DeadlineExceeded in operation.errors:  # code 16 is 503 at a read's deadline
+        add(DeadlineExceeded, DeadlineExceeded.when)
     return errors
+
+
+def _either(first: Schema, second: Schema) -> Schema:
+    """One response of two codes answered with the same status: either code, each described."""
+    codes = [*_codes(first), *_codes(second)]
+    merged = {**first, "description": f"{first['description']}; {second['description']}"}
+    # A header is required only where both codes carry it.
+    headers = {**first["headers"], **second["headers"]}
+    for name, header in headers.items():
+        if not (first["headers"].get(name, {}).get("required") and
+                second["headers"].get(name, {}).get("required")):  # fmt: skip
+            headers[name] = {**header, "required": False}
+    merged["headers"] = headers
+    schema = merged["content"]["application/json"]["schema"]
+    merged["content"] = {
+        "application/json": {
+            "schema": {
+                "allOf": [
+                    schema["allOf"][0],
+                    {
+                        "type": "object",
+                        "properties": {"code": {"type": "integer", "enum": sorted(set(codes))}},
+                        "required": ["code"],
+                    },
+                ]
+            }
+        }
+    }
+    return merged
+
+
+def _codes(schema: Schema) -> list[int]:
+    code = schema["content"]["application/json"]["schema"]["allOf"][1]["properties"]["code"]
+    return [code["const"]] if "const" in code else list(code["enum"])
 
 
 _BLANK_CLASS = "".join(f"\\x{ord(c):02x}" for c in BLANK)
@@ -268,7 +322,9 @@ def parameter_schema(parameter: Parameter) -> Schema:
         # format: a generator types it as a date; the pattern keeps the four-digit year.
         schema = {"type": "string", "format": "date", "pattern": DAY}
     elif parameter.kind == "list":
-        items = {"type": "string", "enum": list(parameter.choices)}
+        items: Schema = {"type": "string"}
+        if parameter.choices:
+            items["enum"] = list(parameter.choices)
         schema = {"type": "array", "items": items, "minItems": 1, "uniqueItems": True}
     elif parameter.kind == "cursor":
         schema = {"type": "string", "maxLength": 512}
@@ -310,6 +366,8 @@ def _operation(operation: Operation, schemas: Keyed, every: bool) -> Schema:
         "parameters": declared,
         "responses": responses,
     }
+    if operation.public:  # a public key too, in its own parameter or the Bearer header
+        described["security"] = [{"secretKey": []}, {"publicKey": []}, {"bearer": []}]
     if operation.writes:
         declared.append(_IDEMPOTENCY_KEY)
         described["requestBody"] = (
@@ -374,6 +432,94 @@ def _request_body(operation: Operation) -> Schema:
     return {"required": True, "description": "The .deb file.", "content": content}
 
 
+_DRM_STATUSES = (400, 401, 403, 404, 405, 429, 500, 503)
+"""What a DRM check answers besides 200: the status of the API's error (docs/api.md)."""
+
+
+def _drm_path() -> dict[str, Schema]:
+    """The Packix/Havoc DRM check (:mod:`pkgcat.http.licences`): not an operation of the table,
+    whose paths are ``/1.0/<name>.json`` and whose answers are the envelope; declared here so
+    that the document holds every path the API answers."""
+    user = {
+        "type": "object",
+        "properties": {
+            "udid": {"type": "string", "pattern": "^[A-Za-z0-9-]{1,64}$"},
+            "model": {"type": "string", "pattern": "^[\\x20-\\x7e]{1,64}$"},
+            "identifier": {"type": "string", "minLength": 1, "pattern": f"[^{_BLANK_CLASS}]"},
+            "token": {"type": "string"},
+        },
+        "required": ["udid", "identifier"],
+        "description": "The device, its model, the package (identifier) and the token (a key).",
+    }
+    error = {
+        "type": "object",
+        "properties": {
+            "status": {"const": "error"},
+            "code": {"type": "integer", "description": "The API's error code."},
+            "message": {"type": "string"},
+        },
+        "required": ["status", "code", "message"],
+        "additionalProperties": False,
+    }
+    refused = {
+        str(status): {
+            "description": "Not a check: the API's error, by its code.",
+            "headers": dict(_REQUEST_ID),
+            "content": {"application/json": {"schema": error}},
+        }
+        for status in _DRM_STATUSES
+    }
+    answered = {
+        "type": "object",
+        "properties": {"status": {"enum": ["completed", "failed"]}},
+        "required": ["status"],
+        "additionalProperties": False,
+    }
+    return {
+        DRM_PATH: {
+            "post": {
+                "operationId": "drm_check",
+                "tags": ["package"],
+                "summary": "The Packix/Havoc DRM check: does a device own a package?",
+                "description": "Packix's request at Packix's path, so that a seller's middleman "
+                "changes only its base address. `completed`: owned (bought, or on the "
+                "package's whitelist); `failed`: not owned. The token is any key of the "
+                "package's source, in the body, a `token` header or `Authorization`.",
+                "security": [],
+                "parameters": [
+                    {
+                        "name": "token",
+                        "in": "header",
+                        "required": False,
+                        "description": "The token, when the body has none.",
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"user": user},
+                                "required": ["user"],
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "The device owns the package, or not.",
+                        "headers": dict(_REQUEST_ID),
+                        "content": {"application/json": {"schema": answered}},
+                    },
+                    **refused,
+                },
+            }
+        }
+    }
+
+
 def openapi_document(*, every: bool = False) -> dict[str, Any]:
     """The whole document, as served at ``/openapi.json``: a copy of the caller's own.
 
@@ -415,7 +561,7 @@ def _document(every: bool) -> dict[str, Any]:
             for tag, text in TAGS.items()
             if any(o.tag == tag for o in operations)
         ],
-        "paths": {o.path: _operation(o, schemas, every) for o in operations},
+        "paths": {o.path: _operation(o, schemas, every) for o in operations} | _drm_path(),
         "components": {
             "schemas": components,
             "securitySchemes": {
@@ -424,6 +570,13 @@ def _document(every: bool) -> dict[str, Any]:
                     "in": "query",
                     "name": "secret_key",
                     "description": "The application's secret key, as the spec passes it.",
+                },
+                "publicKey": {
+                    "type": "apiKey",
+                    "in": "query",
+                    "name": "public_key",
+                    "description": "A public key (`pkp_...`), which may only check a device's "
+                    "licence (package/check with udid).",
                 },
                 "bearer": {
                     "type": "http",

@@ -24,8 +24,10 @@ from pkgcat import models as m
 from pkgcat.domain import SHAPES, KeyScope, Shape
 from pkgcat.errors import (
     ApiError,
+    DeadlineExceeded,
     InternalError,
     InvalidArgument,
+    KeyMissing,
     MethodNotAllowed,
     PackageNotFound,
     PermissionDenied,
@@ -39,6 +41,8 @@ from pkgcat.events import NAMES as EVENT_TYPES
 from pkgcat.services import BLANK, DAYS_DEFAULT, DAYS_MAX, LIMIT_DEFAULT, LIMIT_MAX
 
 VERSION = "1.0"
+DRM_PATH = "/api/drm/check"
+"""The Packix/Havoc DRM check's path: Packix's own, outside ``/1.0/`` (pkgcat.http.licences)."""
 Query = dict[str, str]
 Given = Mapping[str, object]
 """A request's parameters as the table reads them: a query's (text), or a write's fields (a
@@ -260,12 +264,15 @@ def shaped(a: Any, b: Any) -> Mapping[Shape, Any]:
 
 BASE_ERRORS: tuple[type[ApiError], ...] = (
     InvalidArgument,
+    KeyMissing,
     Unauthenticated,
     MethodNotAllowed,
     RateLimited,
     InternalError,
 )
 """What every operation can answer with (code 15 also as 503, see the errors module)."""
+READ_ERRORS: tuple[type[ApiError], ...] = (*BASE_ERRORS, DeadlineExceeded)
+"""What every read of the catalogue can answer with besides: code 16 at the request deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +285,7 @@ class Operation:
     doc: str
     parameters: tuple[Parameter, ...]
     responses: tuple[Variant, ...]
-    errors: tuple[type[ApiError], ...] = BASE_ERRORS
+    errors: tuple[type[ApiError], ...] = READ_ERRORS
     invalid: str = ""
     """How the document words this operation's code 2 ("invalid <this>")."""
     counted: bool = True
@@ -298,6 +305,8 @@ class Operation:
     of :data:`FIELDS` bodies takes its parameters there, not in the query."""
     command: str = ""
     """The ``pkgcat client`` command, words of a group first (default: :attr:`client_name`)."""
+    public: bool = False
+    """Also called with a public key (``public_key=`` or the Bearer header): the licence check."""
 
     @property
     def path(self) -> str:
@@ -420,7 +429,7 @@ def days_and_range() -> InvalidArgument:
 
 # --- the table -----------------------------------------------------------------------------------
 
-_OWN_PACKAGE_ERRORS = (*BASE_ERRORS, PackageNotFound, PermissionDenied)
+_OWN_PACKAGE_ERRORS = (*READ_ERRORS, PackageNotFound, PermissionDenied)
 
 _EXACTLY_ONE = "Exactly one of `nickname`, `account` and `udid` is given."
 
@@ -460,7 +469,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Any online package; an offline package only for applications of its own source.",
         (PACKAGE,),
         (Variant(shaped(m.PackageA, m.PackageB)),),
-        errors=(*BASE_ERRORS, PackageNotFound),
+        errors=(*READ_ERRORS, PackageNotFound),
         invalid="package",
         client="package",
         etag=True,
@@ -503,7 +512,10 @@ OPERATIONS: tuple[Operation, ...] = (
         "package",
         "Whether a buyer or a device owns a package",
         "Give exactly one of `nickname`, `account` and `udid`; `model` only with `udid`. "
-        "Refunded and charged-back purchases never count; the earliest owning purchase wins.",
+        "Refunded and charged-back purchases never count; the earliest owning purchase wins. "
+        "A check by `udid` also answers YouRepo's `udid` and `check` (`success` or `fail`), "
+        "and may be made with a public key (`public_key=` or the Bearer header), whose answer "
+        "says owned or not and nothing more.",
         (
             PACKAGE,
             Parameter("nickname", "string", f"The buyer's nickname. {_EXACTLY_ONE}"),
@@ -514,6 +526,7 @@ OPERATIONS: tuple[Operation, ...] = (
         (Variant(same(m.Ownership)),),
         client="check",
         errors=_OWN_PACKAGE_ERRORS,
+        public=True,
         invalid="package, nickname, account, udid or model",
         etag=True,
         example={"package": "com.havoclabs.velvet", "nickname": "alice"},
@@ -565,6 +578,21 @@ OPERATIONS: tuple[Operation, ...] = (
         etag=True,
         example={"package": "com.havoclabs.velvet"},
     ),
+    Operation(
+        "package/whitelist",
+        "package",
+        "The devices on the whitelist of one of the caller's packages",
+        "YouRepo's whitelist: the devices the seller allows the package whatever they "
+        "bought, by udid, a page at a time (`start` is `(page - 1) * limit`). A page past "
+        "the end is empty and carries the true total.",
+        (PACKAGE, LIMIT, PAGE),
+        (Variant(same(m.WhitelistPage)),),
+        errors=_OWN_PACKAGE_ERRORS,
+        invalid="package, limit or page",
+        client="whitelist",
+        command="whitelist list",
+        example={"package": "com.havoclabs.velvet"},
+    ),
 )
 
 JSON = "application/json"
@@ -601,6 +629,63 @@ WRITES: tuple[Operation, ...] = (
     ),
 )
 """The write operations: POST, in the same envelope, each needing its scope."""
+
+UDIDS = Parameter(
+    "udid",
+    "list",
+    "Device UDIDs (1 to 64 letters, digits and `-`), at most 500: a JSON array, or in a "
+    "form comma-separated or repeated.",
+    required=True,
+    example="00008030-001A2D3E0C42802E",
+    wanted="a list of device UDIDs",
+)
+_LISTED = (
+    "Idempotent: a device already as asked is counted as unchanged. Needs a key with the "
+    "`whitelist` scope. Safe to retry with an `Idempotency-Key` header."
+)
+WHITELIST_WRITES: tuple[Operation, ...] = (
+    Operation(
+        "package/whitelist/add",
+        "package",
+        "Put devices on the whitelist of one of the caller's packages",
+        "Each device then owns the package for the licence checks, the store and Cydia's "
+        "gate; one already there with another description has it replaced. " + _LISTED,
+        (
+            PACKAGE,
+            UDIDS,
+            Parameter(
+                "description",
+                "string",
+                "A note kept with every device of the request (at most 200 printable "
+                "characters); empty when not given.",
+            ),
+        ),
+        (Variant(same(m.WhitelistChange)),),
+        errors=(*WRITE_ERRORS, PackageNotFound, PermissionDenied),
+        invalid="package, udid or description",
+        client="whitelist_add",
+        command="whitelist add",
+        method="POST",
+        scope="whitelist",
+        bodies=FIELDS,
+    ),
+    Operation(
+        "package/whitelist/remove",
+        "package",
+        "Take devices off the whitelist of one of the caller's packages",
+        "A device not on it is counted as unchanged. " + _LISTED,
+        (PACKAGE, UDIDS),
+        (Variant(same(m.WhitelistChange)),),
+        errors=(*WRITE_ERRORS, PackageNotFound, PermissionDenied),
+        invalid="package or udid",
+        client="whitelist_remove",
+        command="whitelist remove",
+        method="POST",
+        scope="whitelist",
+        bodies=FIELDS,
+    ),
+)
+"""The whitelist's writes: fields in the body, as the webhook writes take them."""
 
 # --- webhooks ------------------------------------------------------------------------------------
 
@@ -832,7 +917,7 @@ MONEY: tuple[Operation, ...] = (
 )
 """The seller's money: balances, payouts, and refunds of store purchases."""
 
-OPERATIONS = (*OPERATIONS, *WRITES, *WEBHOOKS, *MONEY)
+OPERATIONS = (*OPERATIONS, *WRITES, *WHITELIST_WRITES, *WEBHOOKS, *MONEY)
 
 BY_NAME: Mapping[str, Operation] = {operation.name: operation for operation in OPERATIONS}
 BY_PATH: Mapping[str, Operation] = {operation.path: operation for operation in OPERATIONS}

@@ -17,7 +17,7 @@ import orjson
 
 from pkgcat import models
 from pkgcat.domain import Caller, Shape, UsageDay
-from pkgcat.http import money, seller, uploads, webhooks
+from pkgcat.http import licences, money, seller, uploads, webhooks
 from pkgcat.http.errors import envelope, envelope_of_items
 from pkgcat.http.operations import (
     BY_NAME,
@@ -43,6 +43,7 @@ WriteHandler = Callable[[CatalogueService, Uploads, Caller, Incoming], Awaitable
 
 __all__ = [
     "INTEGER_MAX",
+    "LICENCE_ROUTES",
     "MONEY_ROUTES",
     "ROUTES",
     "TAGGED",
@@ -201,6 +202,8 @@ WEBHOOK_ROUTES: dict[str, webhooks.Handler] = routes(webhooks.HANDLERS)
 
 MONEY_ROUTES: dict[str, money.Handler] = routes(money.HANDLERS)
 """Path to handler of each money operation, reads and writes: the caller's source's money."""
+LICENCE_ROUTES: dict[str, licences.Handler] = routes(licences.HANDLERS)
+"""Path to handler of each whitelist operation, read and writes (the licence use cases)."""
 
 TAGGED: frozenset[Handler] = frozenset(
     handler for path, handler in ROUTES.items() if BY_PATH[path].etag

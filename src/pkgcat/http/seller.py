@@ -93,15 +93,25 @@ async def _check(
     model: str | None,
 ) -> bytes:
     found = await service.check(caller, package_id, by, value, model)
-    return envelope(models.check_body(found, ZoneInfo(caller.timezone)))
+    public = caller.key.kind == "public"
+    return envelope(models.check_body(found, ZoneInfo(caller.timezone), public=public))
 
 
 async def check(
     service: CatalogueService, caller: Caller, query: Query, cache: ResponseCache
 ) -> bytes:
+    """A buyer's or a device's check; with a device, YouRepo's ``udid`` and ``check`` too.
+
+    A public key's answer (owned or not, nothing more) and a key made for one package are
+    kept apart from a secret key's: the key's kind and package are part of the cache key."""
     by, value, model = buyer(query)
     package_id = PACKAGE.identifier(query)
-    key = ("package/check", package_id, by, value, model)
+    record = caller.key
+    if record.kind == "public" and by != "udid":
+        raise InvalidArgument(
+            "udid", "a public key checks devices only; nickname and account need a secret key"
+        )
+    key = ("package/check", package_id, by, value, model, record.kind, record.package)
     return await cache.answer(caller, key, _check, service, caller, package_id, by, value, model)
 
 

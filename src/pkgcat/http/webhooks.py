@@ -106,6 +106,9 @@ async def read_fields(incoming: Incoming) -> tuple[Fields, bytes]:
 
 
 _BOOLEANS = ("true", "false")
+_LISTS = frozenset(
+    p.name for o in BY_NAME.values() if o.fields for p in o.parameters if p.kind == "list"
+)
 _FLAGS = frozenset(
     p.name for o in BY_NAME.values() if o.fields for p in o.parameters if p.kind == "flag"
 )
@@ -122,7 +125,7 @@ def _fields(kind: str, body: bytes) -> Fields:
         return fields
     form: Fields = {}
     for name, value in parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True):
-        if name == "events":  # repeated or comma-separated
+        if name in _LISTS:  # repeated or comma-separated
             form.setdefault(name, []).extend(v.strip() for v in value.split(",") if v.strip())
         elif name in form:
             raise InvalidArgument(name, "given more than once")

@@ -6,7 +6,10 @@ import { download, toCsv } from "./csv.js";
 import { addDays, dayOf, daysBetween, fromUnits, toUnits, unitsToNumber } from "./numbers.js";
 
 const $ = (selector) => document.querySelector(selector);
-const VIEWS = ["usage", "packages", "downloads", "sales", "buyers", "webhooks", "money"];
+const VIEWS = [
+  "usage", "packages", "downloads", "sales", "buyers", "webhooks", "whitelist", "money",
+];
+const WHITELIST_PAGE = 25;
 const BUYERS_PAGE = 25;
 
 const state = {
@@ -19,6 +22,7 @@ const state = {
   buyers: { package: null, cursors: [""], index: 0 },
   webhook: { endpoint: null, cursor: null },
   payouts: [], // the Money view's, for its CSV
+  whitelist: { package: null, page: 1 },
   retry: null,
   sequence: 0, // answers to a superseded request are dropped
 };
@@ -200,6 +204,9 @@ function signOut() {
   Object.assign(state, { today: null, packages: null, sales: null });
   state.buyers = { package: null, cursors: [""], index: 0 };
   state.webhook = { endpoint: null, cursor: null };
+  state.whitelist = { package: null, page: 1 };
+  $("#whitelist-summary").textContent = "";
+  $("#whitelist-changed").textContent = "";
   $("#webhook-log-box").hidden = true;
   $("#webhook-sent").textContent = "";
   state.sequence++;
@@ -245,6 +252,7 @@ function open(view) {
   else if (view === "buyers") prepareBuyers();
   else if (view === "webhooks") loadEndpoints();
   else if (view === "money") loadMoney();
+  else if (view === "whitelist") prepareWhitelist();
 }
 
 for (const button of document.querySelectorAll("#nav button")) {
@@ -262,6 +270,7 @@ const OPERATIONS = [
   "source/sales",
   "package/check",
   "package/downloads",
+  "package/whitelist",
 ];
 const UNSPLIT = "not split by operation";
 
@@ -942,3 +951,83 @@ $("#refund-form").addEventListener("submit", (event) => {
 
 if (key.get()) signedIn();
 else show("sign-in");
+
+// Whitelist -----------------------------------------------------------------------------------
+
+function prepareWhitelist() {
+  run("whitelist", async (current) => {
+    const found = await packages();
+    if (!current()) return;
+    const chosen = state.whitelist.package ?? found[0]?.package ?? null;
+    $("#whitelist-package").replaceChildren(
+      ...found.map((item) => new Option(`${item.name} (${item.package})`, item.package, false, item.package === chosen)),
+    );
+    state.whitelist = { package: chosen, page: 1 };
+    if (chosen !== null) loadWhitelist();
+  });
+}
+
+function loadWhitelist() {
+  const { package: chosen, page } = state.whitelist;
+  run("whitelist", async (current) => {
+    const found = await call("package/whitelist", { package: chosen, limit: WHITELIST_PAGE, page });
+    if (!current()) return;
+    const pages = Math.max(1, Math.ceil(found.total / found.limit));
+    $("#whitelist-summary").textContent = `${chosen}: ${found.total} devices; page ${found.page} of ${pages}`;
+    $("#whitelist-empty").hidden = found.whitelist.length > 0;
+    $("#whitelist-previous").disabled = found.page <= 1;
+    $("#whitelist-next").disabled = found.start + found.whitelist.length >= found.total;
+    fill($("#whitelist-table tbody"), found.whitelist, (tr, entry) => {
+      cell(tr, entry.udid);
+      cell(tr, entry.description);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = "Remove";
+      button.setAttribute("aria-label", `Remove ${entry.udid}`);
+      button.addEventListener("click", () => changeWhitelist("remove", { udid: [entry.udid] }));
+      const td = document.createElement("td");
+      td.append(button);
+      tr.append(td);
+    });
+  });
+}
+
+/** A whitelist write, then the page again; what changed is said in words. */
+function changeWhitelist(verb, fields) {
+  const chosen = state.whitelist.package;
+  run("whitelist", async () => {
+    const done = await send(`package/whitelist/${verb}`, { package: chosen, ...fields });
+    const parts = ["added", "updated", "removed", "unchanged"].filter((name) => done[name] > 0);
+    $("#whitelist-changed").textContent =
+      `${chosen}: ${parts.map((name) => `${done[name]} ${name}`).join(", ") || "nothing changed"}.`;
+    loadWhitelist();
+  });
+}
+
+$("#whitelist-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.whitelist = { package: $("#whitelist-package").value, page: 1 };
+  $("#whitelist-changed").textContent = "";
+  loadWhitelist();
+});
+
+$("#whitelist-add-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const udids = $("#whitelist-udids").value.split(/[\s,]+/).filter((udid) => udid);
+  if (udids.length === 0) return;
+  const description = $("#whitelist-description").value;
+  changeWhitelist("add", { udid: udids, description });
+  $("#whitelist-udids").value = "";
+});
+
+$("#whitelist-previous").addEventListener("click", () => {
+  if (state.whitelist.page > 1) {
+    state.whitelist.page -= 1;
+    loadWhitelist();
+  }
+});
+
+$("#whitelist-next").addEventListener("click", () => {
+  state.whitelist.page += 1;
+  loadWhitelist();
+});
